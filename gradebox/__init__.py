@@ -1,0 +1,1 @@
+"""gradebox: grade AI-generated Python code."""

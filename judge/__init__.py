@@ -1,0 +1,1 @@
+"""gradebox judge layer."""

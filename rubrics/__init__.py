@@ -1,0 +1,1 @@
+"""gradebox rubrics layer."""

@@ -1,0 +1,1 @@
+"""Hidden tests in isolation: cases, the comparator and the sandbox runner."""

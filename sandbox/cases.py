@@ -1,0 +1,416 @@
+"""Loading and validating ``hidden.jsonl`` and ``public.jsonl``.
+
+Each line is one JSON object, checked against a JSON schema shipped with the
+package (``sandbox/schemas/*.schema.json``), then decoded: tagged values with
+:func:`sandbox.child.wire.from_wire` (no ``$opaque`` in case files) and an
+expected ``error`` name with :func:`resolve_error_name`.
+
+Every problem is reported as ``file:line: what is wrong`` and all of them are
+collected before anything is raised, so one run shows every bad line. A file
+that cannot be used at all (missing, unreadable, empty, or without a single
+good line) always raises: grading against an empty suite would pass
+everything.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import json
+import keyword
+import math
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from jsonschema import Draft202012Validator
+
+from sandbox.child.wire import WireError, from_wire
+from sandbox.errors import InputError
+from sandbox.types import HiddenCase, PublicTask
+
+__all__ = ["load_hidden", "load_public", "resolve_error_name"]
+
+#: Standard-library modules never imported to resolve an error name: they act
+#: on import (open a browser, print, start a GUI, write grammar caches) or are
+#: test scaffolding.
+_IMPORT_DENYLIST = frozenset(
+    {
+        "antigravity",
+        "ensurepip",
+        "idlelib",
+        "lib2to3",
+        "readline",
+        "rlcompleter",
+        "test",
+        "this",
+        "tkinter",
+        "turtle",
+        "turtledemo",
+        "venv",
+    }
+)
+
+#: Longest problem message kept; jsonschema repeats the offending value.
+_MAX_MESSAGE = 300
+
+_T = TypeVar("_T")
+
+
+class _LineError(ValueError):
+    """A problem found while parsing one line (duplicate key, bad number)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """One non-blank line of a JSON Lines file."""
+
+    number: int
+    """1-based line number."""
+    text: str
+    """The decoded text, without the line ending."""
+
+
+def resolve_error_name(name: str) -> str:
+    """Map an expected-error name to the canonical dotted name of its class.
+
+    A bare name is looked up in :mod:`builtins`; a dotted name is resolved by
+    importing its standard-library module. Third-party modules, private
+    names (leading ``_``) and modules that act on import are refused.
+
+    Args:
+        name: As written in a case file, e.g. ``TypeError`` or ``json.JSONDecodeError``.
+
+    Returns:
+        ``module.qualname`` of the class, e.g. ``builtins.TypeError`` or
+        ``json.decoder.JSONDecodeError`` (aliases resolve to the real class:
+        ``IOError`` gives ``builtins.OSError``).
+
+    Raises:
+        ValueError: If the name does not resolve to a builtin or standard-library
+            subclass of ``BaseException``.
+
+    Example:
+        >>> resolve_error_name("json.JSONDecodeError")
+        'json.decoder.JSONDecodeError'
+    """
+    parts = name.split(".")
+    if not all(p.isidentifier() and not keyword.iskeyword(p) for p in parts):
+        raise ValueError(f"{name!r} is not a dotted Python name")
+    if any(p.startswith("_") for p in parts):
+        # Private names, and ``__main__`` modules that run on import.
+        raise ValueError(f"{name!r}: private names (leading '_') are not accepted")
+    obj = _lookup_builtin(name) if len(parts) == 1 else _lookup_stdlib(name, parts)
+    if not (isinstance(obj, type) and issubclass(obj, BaseException)):
+        raise ValueError(f"{name!r} is not an exception class")
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _lookup_builtin(name: str) -> object:
+    if not hasattr(builtins, name):
+        raise ValueError(
+            f"{name!r} is not a builtin exception; name a standard-library one "
+            "with its module, e.g. json.JSONDecodeError"
+        )
+    return getattr(builtins, name)
+
+
+def _lookup_stdlib(name: str, parts: list[str]) -> object:
+    top = parts[0]
+    if top not in sys.stdlib_module_names or top in _IMPORT_DENYLIST:
+        raise ValueError(
+            f"{name!r} is not in an allowed standard-library module; expected errors must be "
+            "builtin or standard-library classes"
+        )
+    # The longest importable prefix is the module; the rest is attribute access.
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        try:
+            obj: object = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        except Exception as exc:  # a stdlib module can fail to import in many ways
+            raise ValueError(f"{name!r}: module {module_name} cannot be imported ({exc})") from exc
+        for attr in parts[split:]:
+            if not hasattr(obj, attr):
+                raise ValueError(f"{name!r}: {module_name} has no public class of that name")
+            obj = getattr(obj, attr)
+        return obj
+    raise ValueError(f"{name!r}: module {top} cannot be imported")
+
+
+def load_hidden(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[HiddenCase], list[str]]:
+    """Load and validate a ``hidden.jsonl`` file.
+
+    Args:
+        path: The file.
+        skip_bad_lines: Return the good cases and the problems instead of
+            raising when some lines are bad.
+
+    Returns:
+        The decoded cases in file order, and the problems found (empty unless
+        ``skip_bad_lines``), each as ``file:line: what is wrong``.
+
+    Raises:
+        InputError: When any line is bad (unless ``skip_bad_lines``), and always
+            when the file is missing, unreadable, empty or has no good line.
+    """
+    cases, found = _collect(path, "hidden.schema.json", _hidden_case)
+    return cases, _finish(path, found, bool(cases), skip_bad_lines=skip_bad_lines)
+
+
+def load_public(
+    path: Path, *, skip_bad_lines: bool = False
+) -> tuple[dict[str, PublicTask], list[str]]:
+    """Load and validate a ``public.jsonl`` file.
+
+    A task (``fn``) defined twice is a problem on the second line; with
+    ``skip_bad_lines`` the first definition is kept.
+
+    Args:
+        path: The file.
+        skip_bad_lines: Return the good tasks and the problems instead of
+            raising when some lines are bad.
+
+    Returns:
+        The tasks by ``fn`` (in file order), and the problems found (empty
+        unless ``skip_bad_lines``), each as ``file:line: what is wrong``.
+
+    Raises:
+        InputError: When any line is bad (unless ``skip_bad_lines``), and always
+            when the file is missing, unreadable, empty or has no good line.
+    """
+    tasks, found = _collect(path, "public.schema.json", _public_task)
+    by_fn: dict[str, PublicTask] = {}
+    for task in tasks:
+        first = by_fn.setdefault(task.fn, task)
+        if first is not task:
+            message = f"fn: task {task.fn!r} is already defined on line {first.line}"
+            found.append((task.line, message))
+    return by_fn, _finish(path, found, bool(by_fn), skip_bad_lines=skip_bad_lines)
+
+
+def _collect(
+    path: Path,
+    schema_name: str,
+    build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
+) -> tuple[list[_T], list[tuple[int, str]]]:
+    """Read, validate and build every line; return the items and ``(line, problem)``."""
+    lines, found = _read_lines(path)
+    if not lines and not found:
+        raise InputError([f"{path}: file is empty"])
+    validator = Draft202012Validator(_schema(schema_name))
+    good: list[_T] = []
+    for line in lines:
+        item, problems = _check_line(line, validator, build)
+        found.extend((line.number, p) for p in problems)
+        if item is not None:
+            good.append(item)
+    return good, found
+
+
+def _finish(
+    path: Path, found: list[tuple[int, str]], any_good: bool, *, skip_bad_lines: bool
+) -> list[str]:
+    """Format problems in line order; raise unless skipping and something is left."""
+    problems = [f"{path}:{number}: {message}" for number, message in sorted(found)]
+    if not any_good:
+        raise InputError([*problems, f"{path}: no valid line"])
+    if problems and not skip_bad_lines:
+        raise InputError(problems)
+    return problems
+
+
+def _schema(name: str) -> dict[str, Any]:
+    text = (resources.files("sandbox") / "schemas" / name).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _read_lines(path: Path) -> tuple[list[_Line], list[tuple[int, str]]]:
+    """Split a file into non-blank lines, decoding each as strict UTF-8."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError([f"{path}: no such file"]) from exc
+    except OSError as exc:
+        raise InputError([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
+    data = data.removeprefix(b"\xef\xbb\xbf")  # RFC 8259 lets a parser ignore a BOM
+    lines: list[_Line] = []
+    found: list[tuple[int, str]] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            found.append((number, f"not valid UTF-8 (byte {exc.start + 1} of the line)"))
+            continue
+        if text.strip(" \t\r"):
+            lines.append(_Line(number, text))
+    return lines, found
+
+
+def _check_line(
+    line: _Line,
+    validator: Draft202012Validator,
+    build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
+) -> tuple[_T | None, list[str]]:
+    """Parse, schema-check and build one line; return the item or its problems."""
+    obj, problems = _parse_line(line.text)
+    if problems:
+        return None, problems
+    try:
+        problems = list(_schema_problems(validator, obj))
+        if problems or not isinstance(obj, dict):  # the schema requires an object
+            return None, problems
+        return build(obj, line.number)
+    except RecursionError:
+        return None, ["nested too deeply"]
+
+
+def _parse_line(text: str) -> tuple[object, list[str]]:
+    try:
+        return _parse_json(text), []
+    except _LineError as exc:
+        return None, [str(exc)]
+    except json.JSONDecodeError as exc:
+        return None, [f"invalid JSON: {exc.msg} (column {exc.colno})"]
+    except ValueError as exc:  # e.g. an int beyond the interpreter's digit limit
+        return None, [f"invalid JSON: {_clip(str(exc))}"]
+    except RecursionError:
+        return None, ["nested too deeply"]
+
+
+def _parse_json(text: str) -> object:
+    return json.loads(
+        text,
+        object_pairs_hook=_unique_keys,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+    )
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _LineError(f"invalid JSON: duplicate key {_clip(repr(key))}")
+        obj[key] = value
+    return obj
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise _LineError(
+        f'invalid JSON: {name} is not JSON; write {{"$float": "nan" | "inf" | "-inf"}}'
+    )
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _LineError(f"invalid JSON: number {_clip(text)} is out of range for a float")
+    return value
+
+
+def _schema_problems(validator: Draft202012Validator, obj: object) -> Iterator[str]:
+    errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.path)), e.message))
+    for error in errors:
+        where = "/".join(_pointer_token(p) for p in error.absolute_path)
+        message = error.schema.get("x-message", error.message) if error.schema else error.message
+        yield _clip(f"{where}: {message}" if where else str(message))
+
+
+def _pointer_token(part: str | int) -> str:
+    """Escape one JSON pointer segment (RFC 6901)."""
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | None, list[str]]:
+    problems = _fn_problems(obj["fn"])
+    args, kwargs, expect, error = _decode_call(obj, "", problems)
+    if problems:
+        return None, problems
+    tol, timeout_s = obj.get("tol"), obj.get("timeout_s")
+    case = HiddenCase(
+        fn=obj["fn"],
+        args=args,
+        kwargs=kwargs,
+        expect=expect,
+        error=error,
+        tol=None if tol is None else float(tol),
+        timeout_s=None if timeout_s is None else float(timeout_s),
+        name=obj.get("name"),
+        line=number,
+        args_wire=obj["args"],
+        kwargs_wire=obj.get("kwargs", {}),
+    )
+    return case, []
+
+
+def _public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | None, list[str]]:
+    problems = _fn_problems(obj["fn"])
+    examples = obj.get("examples", [])
+    for index, example in enumerate(examples):
+        _decode_call(example, f"examples/{index}/", problems)
+    if problems:
+        return None, problems
+    banned = obj.get("banned_imports")
+    task = PublicTask(
+        fn=obj["fn"],
+        spec=obj.get("spec", ""),
+        signature=obj.get("signature", ""),
+        examples=tuple(examples),
+        allow_loops=obj.get("allow_loops", False),
+        helpers_allowed=obj.get("helpers_allowed", False),
+        banned_imports=None if banned is None else tuple(banned),
+        rubric=obj.get("rubric", "default"),
+        line=number,
+    )
+    return task, []
+
+
+def _fn_problems(fn: str) -> list[str]:
+    # The schema's pattern lets a trailing newline through (Python's ``$``).
+    if not fn.isidentifier() or keyword.iskeyword(fn):
+        return [f"fn: {_clip(repr(fn))} is not a Python identifier"]
+    return []
+
+
+def _decode_call(
+    obj: dict[str, Any], prefix: str, problems: list[str]
+) -> tuple[tuple[object, ...], dict[str, object], object, str | None]:
+    """Decode ``args``/``kwargs``/``expect``/``error`` of a schema-valid object.
+
+    Problems are appended to ``problems``, each naming its field.
+    """
+    args = tuple(
+        _decode(arg, f"{prefix}args[{index}]", problems) for index, arg in enumerate(obj["args"])
+    )
+    kwargs = {
+        key: _decode(value, f"{prefix}kwargs.{key}", problems)
+        for key, value in obj.get("kwargs", {}).items()
+    }
+    expect = _decode(obj["expect"], f"{prefix}expect", problems) if "expect" in obj else None
+    error: str | None = None
+    if "error" in obj:
+        try:
+            error = resolve_error_name(obj["error"])
+        except ValueError as exc:
+            problems.append(f"{prefix}error: {exc}")
+    return args, kwargs, expect, error
+
+
+def _decode(raw: object, field: str, problems: list[str]) -> object:
+    try:
+        return from_wire(raw, allow_opaque=False)
+    except WireError as exc:
+        message = str(exc)
+        # wire names places as ``$[0].key``; name the field instead of ``$``.
+        problems.append(_clip(field + message[1:] if message.startswith("$") else message))
+        return None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"

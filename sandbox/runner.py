@@ -1,0 +1,302 @@
+"""The sandbox: a pool of warm, isolated workers that run hidden cases.
+
+Usage::
+
+    with open_sandbox(isolation="auto", workers=2) as sb:
+        result = sb.run(code, "is_even", cases)
+
+:func:`open_sandbox` picks the backend, starts the workers and runs a
+self-check that proves the isolation holds (no network, no writable host
+paths, no capabilities, a private PID namespace, an empty environment) before
+any candidate runs; if anything is missing it raises
+:class:`~sandbox.errors.IsolationUnavailable` and nothing runs (fail closed).
+
+:meth:`Sandbox.run` is thread-safe: each call checks out one worker. Only the
+arguments of the cases go into the sandbox; the observations come back as
+plain decoded data and are compared by :mod:`sandbox.compare`, outside.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sandbox.backends import Backend, find_python, get_backend
+from sandbox.child.wire import WireError, from_wire
+from sandbox.errors import IsolationUnavailable, WorkerError
+from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult
+from sandbox.worker import Worker, WorkerDied, WorkerSilent
+
+__all__ = ["Sandbox", "open_sandbox"]
+
+_ALLOWED_ENV = {"HOME", "PWD", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"}
+_PROBE = '''
+def probe(port):
+    import os, socket
+    facts = {"uid": os.getuid(), "env": sorted(os.environ)}
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    facts["cap_eff"] = status.get("CapEff", "").strip()
+    facts["no_new_privs"] = status.get("NoNewPrivs", "").strip()
+    facts["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    facts["ifaces"] = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:])
+    s = socket.socket()
+    s.settimeout(1.0)
+    try:
+        s.connect(("127.0.0.1", port))
+        facts["tcp"] = "connected"
+    except OSError as e:
+        facts["tcp"] = type(e).__name__
+    writable = []
+    for p in ("/probe", "/usr/probe", "/etc/probe", "/gradebox/probe"):
+        try:
+            open(p, "w").close()
+            writable.append(p)
+        except OSError:
+            pass
+    facts["writable"] = writable
+    open("scratch-probe", "w").write("ok")
+    facts["scratch"] = open("scratch-probe").read()
+    return facts
+'''
+
+
+class Sandbox:
+    """A pool of isolated workers; see the module docstring."""
+
+    def __init__(self, backend: Backend, python: str, limits: Limits, workers: int) -> None:
+        self.backend = backend.name
+        self.isolated = backend.isolated
+        self.python = python
+        self.limits = limits
+        self._backend = backend
+        self._idle: queue.SimpleQueue[Worker | None] = queue.SimpleQueue()
+        self._all: list[Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(max(1, workers)):
+            self._idle.put(None)  # a slot; its worker starts on first use
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(
+        self, code: str, fn: str, cases: Sequence[HiddenCase], limits: Limits | None = None
+    ) -> RunResult:
+        """Run every case against one candidate in a fresh isolated process.
+
+        Never raises for anything the candidate does; a failure of the grader or
+        the sandbox itself is returned as ``RunResult.infra_error``.
+        """
+        lim = limits or self.limits
+        job = {
+            "code": code,
+            "fn": fn,
+            "cases": [
+                {"args": c.args_wire, "kwargs": c.kwargs_wire,
+                 "timeout_s": c.timeout_s or lim.case_timeout_s}
+                for c in cases
+            ],
+        }
+        t0 = time.monotonic()
+        worker = self._checkout()
+        try:
+            if worker is None:
+                worker = self._start_worker()
+            reply = worker.serve(job, lim)
+        except WorkerSilent:
+            worker = self._discard(worker)
+            return _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
+        except WorkerDied as exc:
+            worker = self._discard(worker)
+            return _all(cases, "crash", f"sandbox process ended ({exc})", time.monotonic() - t0)
+        except WorkerError as exc:
+            worker = self._discard(worker)
+            return RunResult(
+                observations=tuple(Observation("not_run") for _ in cases),
+                wall_s=time.monotonic() - t0, infra_error=str(exc),
+            )
+        finally:
+            self._idle.put(worker)
+        return _decode_reply(reply, len(cases), time.monotonic() - t0)
+
+    def self_check(self) -> None:
+        """Prove the isolation holds; raise :class:`IsolationUnavailable` if not."""
+        from sandbox.types import make_case
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        try:
+            res = self.run(_PROBE, "probe", [make_case("probe", port)])
+            accepted = _accepted(listener)
+        finally:
+            listener.close()
+        if res.infra_error:
+            raise IsolationUnavailable(f"sandbox self-check could not run: {res.infra_error}")
+        obs = res.observations[0]
+        if obs.status != "returned" or not isinstance(obs.value, dict):
+            raise IsolationUnavailable(
+                f"sandbox self-check failed to run its probe ({obs.status}: {obs.detail or ''}"
+                f"{obs.raised.type_name if obs.raised else ''}); stderr: {res.stderr[-500:]}"
+            )
+        if self.isolated:
+            problems = _isolation_problems(obs.value, accepted)
+            if problems:
+                raise IsolationUnavailable(
+                    f"isolation {self.backend!r} does not hold here: " + "; ".join(problems)
+                )
+
+    def close(self) -> None:
+        """Stop every worker."""
+        with self._lock:
+            self._closed = True
+            workers, self._all = self._all, []
+        for w in workers:
+            w.close()
+
+    def _checkout(self) -> Worker | None:
+        worker = self._idle.get()
+        if worker is not None and not worker.alive:
+            worker = self._discard(worker)
+        return worker
+
+    def _start_worker(self) -> Worker:
+        worker = Worker(self._backend.launch(self.python, self.limits))
+        with self._lock:
+            if self._closed:
+                worker.close()
+                raise WorkerError("sandbox is closed")
+            self._all.append(worker)
+        return worker
+
+    def _discard(self, worker: Worker | None) -> None:
+        if worker is None:
+            return
+        worker.close()
+        with self._lock:
+            if worker in self._all:
+                self._all.remove(worker)
+
+
+def open_sandbox(
+    isolation: str = "auto",
+    limits: Limits | None = None,
+    workers: int = 1,
+    python: str | None = None,
+    *,
+    self_check: bool = True,
+) -> Sandbox:
+    """Start a sandbox, check that its isolation holds, and return it.
+
+    Args:
+        isolation: ``auto`` (the strong default, ``bwrap``), ``bwrap`` or ``none``.
+        limits: Default resource limits per candidate.
+        workers: Number of warm workers (candidates graded at once).
+        python: Interpreter that runs candidates (default: the system ``python3``).
+        self_check: Run the isolation self-check before returning.
+
+    Raises:
+        IsolationUnavailable: The isolation cannot be provided or does not hold.
+    """
+    backend = get_backend(isolation)
+    interp = find_python(python)
+    backend.check_available(interp)
+    sb = Sandbox(backend, interp, limits or Limits(), workers)
+    if self_check:
+        try:
+            sb.self_check()
+        except BaseException:
+            sb.close()
+            raise
+    return sb
+
+
+def _accepted(listener: socket.socket) -> bool:
+    try:
+        conn, _ = listener.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+def _isolation_problems(facts: dict[str, Any], accepted: bool) -> list[str]:
+    problems = []
+    if facts.get("uid") == 0:
+        problems.append("candidates run as uid 0")
+    if facts.get("cap_eff") not in ("0000000000000000", ""):
+        problems.append(f"candidates hold capabilities ({facts.get('cap_eff')})")
+    if facts.get("no_new_privs") != "1":
+        problems.append("no_new_privs is not set")
+    if accepted or facts.get("tcp") == "connected":
+        problems.append("the host's loopback network is reachable")
+    if set(facts.get("ifaces", [])) - {"lo"}:
+        problems.append(f"network interfaces visible: {facts.get('ifaces')}")
+    if facts.get("writable"):
+        problems.append(f"host paths are writable: {facts.get('writable')}")
+    if facts.get("scratch") != "ok":
+        problems.append("the scratch dir is not writable")
+    if len(facts.get("pids", [])) > 3:
+        problems.append("the PID namespace is not private")
+    extra = set(facts.get("env", [])) - _ALLOWED_ENV
+    if extra:
+        problems.append(f"environment not scrubbed: {sorted(extra)}")
+    return problems
+
+
+def _all(cases: Sequence[HiddenCase], status: Any, detail: str, wall: float) -> RunResult:
+    return RunResult(
+        observations=tuple(Observation(status, detail=detail) for _ in cases), wall_s=wall
+    )
+
+
+def _decode_reply(reply: dict[str, Any], n: int, wall: float) -> RunResult:
+    raw = reply.get("obs")
+    if not isinstance(raw, list) or len(raw) != n:
+        return RunResult(
+            observations=tuple(Observation("not_run") for _ in range(n)), wall_s=wall,
+            infra_error="sandbox worker sent a reply of the wrong shape",
+        )
+    return RunResult(
+        observations=tuple(_decode_obs(o) for o in raw),
+        stdout=str(reply.get("stdout", "")),
+        stderr=str(reply.get("stderr", "")),
+        wall_s=wall,
+    )
+
+
+def _decode_obs(o: Any) -> Observation:
+    """Turn one observation frame into an :class:`Observation`; malformed is a crash."""
+    if not isinstance(o, dict):
+        return Observation("crash", detail="malformed observation")
+    status = o.get("status")
+    duration = o.get("duration_s", 0.0)
+    duration = float(duration) if isinstance(duration, int | float) else 0.0
+    detail = str(o.get("detail", ""))[:300]
+    if status == "returned":
+        try:
+            return Observation("returned", value=from_wire(o.get("value")), duration_s=duration)
+        except (WireError, RecursionError):
+            return Observation("crash", detail="malformed result value")
+    if status == "raised":
+        exc = o.get("exc")
+        if not isinstance(exc, dict) or not isinstance(exc.get("mro"), list):
+            return Observation("crash", detail="malformed exception report")
+        info = RaisedInfo(
+            type_name=str(exc.get("type", "?"))[:200],
+            mro=tuple(str(m) for m in exc["mro"][:64]),
+            message=str(exc.get("message", ""))[:500],
+        )
+        return Observation("raised", raised=info, duration_s=duration)
+    if status in ("unserializable", "timeout", "crash", "not_run"):
+        return Observation(status, detail=detail, duration_s=duration)
+    return Observation("crash", detail="unknown observation status")

@@ -1,0 +1,193 @@
+"""Typed records of the sandbox layer: cases, limits, observations, outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CaseOutcome",
+    "CaseResult",
+    "HiddenCase",
+    "Limits",
+    "Observation",
+    "ObservationStatus",
+    "PublicTask",
+    "RaisedInfo",
+    "RunResult",
+    "make_case",
+]
+
+CaseOutcome = Literal["ok", "wrong", "error", "timeout", "crash", "not_run"]
+"""How one hidden case ended for one candidate, after comparison."""
+
+ObservationStatus = Literal["returned", "raised", "unserializable", "timeout", "crash", "not_run"]
+"""What the sandbox saw for one case, before comparison."""
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenCase:
+    """One line of ``hidden.jsonl``, decoded."""
+
+    fn: str
+    """The task (function) name."""
+    args: tuple[Any, ...]
+    """Positional arguments, decoded from tagged JSON."""
+    kwargs: dict[str, Any]
+    """Keyword arguments, decoded from tagged JSON."""
+    expect: Any = None
+    """The expected return value (meaningless when ``error`` is set)."""
+    error: str | None = None
+    """Name of the expected exception class (``TypeError``, ``json.JSONDecodeError``)."""
+    tol: float | None = None
+    """Absolute tolerance applied where both sides are floats."""
+    timeout_s: float | None = None
+    """Wall-clock limit for this case; ``None`` means the run's default."""
+    name: str | None = None
+    """A readable label; shown only with ``--explain``."""
+    line: int = 0
+    """Line number in the source file, for messages."""
+    args_wire: list[Any] = field(default_factory=list)
+    """The positional arguments as tagged JSON, exactly as sent to the sandbox."""
+    kwargs_wire: dict[str, Any] = field(default_factory=dict)
+    """The keyword arguments as tagged JSON, exactly as sent to the sandbox."""
+
+
+@dataclass(frozen=True, slots=True)
+class PublicTask:
+    """One line of ``public.jsonl``: what may be shown to a model and the judge."""
+
+    fn: str
+    """The task (function) name."""
+    spec: str = ""
+    """The natural-language specification."""
+    signature: str = ""
+    """The expected signature, e.g. ``def is_even(n: int) -> bool``."""
+    examples: tuple[dict[str, Any], ...] = ()
+    """Public examples (raw JSON objects with ``args``/``expect``)."""
+    allow_loops: bool = False
+    """If true, an O(1) claim is not falsified by a loop."""
+    helpers_allowed: bool = False
+    """If true, more than one top-level function is accepted."""
+    banned_imports: tuple[str, ...] | None = None
+    """The task's import denylist; ``None`` means the run's default."""
+    rubric: str = "default"
+    """Name of the rubric the judge uses."""
+    line: int = 0
+    """Line number in the source file, for messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits for one candidate's process tree.
+
+    Every limit is enforced from outside the candidate's code (rlimits set
+    before it runs, tmpfs sizes, a wall clock kept by the zygote and another
+    by the grader).
+    """
+
+    case_timeout_s: float = 2.0
+    """Default wall-clock limit per case."""
+    candidate_timeout_s: float = 20.0
+    """Wall-clock limit for all cases of one candidate together."""
+    memory_mb: int = 1024
+    """Address-space limit (RLIMIT_AS) per process."""
+    max_procs: int = 64
+    """Processes and threads in the sandbox at once (RLIMIT_NPROC)."""
+    max_file_mb: int = 16
+    """Largest file a candidate may write (RLIMIT_FSIZE)."""
+    scratch_mb: int = 32
+    """Size of each of the scratch dir, ``/tmp`` and ``/dev/shm`` (tmpfs)."""
+    max_open_files: int = 64
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    output_bytes: int = 64 * 1024
+    """Bytes kept of each of stdout and stderr; the rest is drained and dropped."""
+    result_bytes: int = 8 * 1024 * 1024
+    """Largest serialized result of one case."""
+
+
+@dataclass(frozen=True, slots=True)
+class RaisedInfo:
+    """An exception raised by the candidate, as plain data."""
+
+    type_name: str
+    """Dotted name of the exception's class, as the candidate's process saw it."""
+    mro: tuple[str, ...]
+    """Dotted names of the classes in its MRO that are the genuine builtin or
+    standard-library class of that name (a look-alike class is left out)."""
+    message: str = ""
+    """``str(exc)``, truncated."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the sandbox saw for one case; compared with the expectation outside."""
+
+    status: ObservationStatus
+    """How the call ended."""
+    value: Any = None
+    """The decoded return value when ``status == "returned"``."""
+    raised: RaisedInfo | None = None
+    """The exception when ``status == "raised"``."""
+    detail: str = ""
+    """Why, for ``unserializable`` and ``crash``."""
+    duration_s: float = 0.0
+    """Wall time of the call as measured inside the sandbox."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """The outcome of one case after comparison."""
+
+    outcome: CaseOutcome
+    """The comparison's result."""
+    detail: str = ""
+    """A short reason; never contains the expected value."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything the sandbox observed for one candidate."""
+
+    observations: tuple[Observation, ...]
+    """One per case, in case order."""
+    stdout: str = ""
+    """Captured standard output (capped, decoded leniently)."""
+    stderr: str = ""
+    """Captured standard error (capped, decoded leniently)."""
+    wall_s: float = 0.0
+    """Wall time for the whole candidate, measured by the grader."""
+    infra_error: str | None = None
+    """Set when the grader or sandbox itself failed: not the candidate's fault."""
+
+
+def make_case(
+    fn: str,
+    *args: Any,
+    expect: Any = None,
+    error: str | None = None,
+    tol: float | None = None,
+    timeout_s: float | None = None,
+    name: str | None = None,
+    **kwargs: Any,
+) -> HiddenCase:
+    """Build a :class:`HiddenCase` from Python values (for tests and generated suites).
+
+    Example:
+        >>> make_case("add", 1, 2, expect=3).args
+        (1, 2)
+    """
+    from sandbox.child.wire import to_wire  # local: keeps types.py import-light
+
+    return HiddenCase(
+        fn=fn,
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        expect=expect,
+        error=error,
+        tol=tol,
+        timeout_s=timeout_s,
+        name=name,
+        args_wire=[to_wire(a) for a in args],
+        kwargs_wire={k: to_wire(v) for k, v in kwargs.items()},
+    )

@@ -1,0 +1,177 @@
+"""One sandbox worker: a zygote process inside the isolation, seen from the grader.
+
+The grader side never trusts the worker: every read has a deadline, every frame
+a size cap, and anything unexpected ends the worker (the pool starts a fresh
+one). A worker that dies or goes silent while a candidate runs is the
+candidate's doing (``crash``/``timeout``); one that fails before or between
+candidates is an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict
+from typing import IO, Any
+
+from sandbox.backends import Launch
+from sandbox.errors import WorkerError
+from sandbox.types import Limits
+
+__all__ = ["Worker", "WorkerDied", "WorkerSilent"]
+
+_HDR = struct.Struct(">I")
+_READY_TIMEOUT_S = 20.0
+_MAX_REPLY = 256 * 1024 * 1024
+
+
+class WorkerDied(WorkerError):
+    """The worker process ended (or broke protocol) while serving a candidate."""
+
+
+class WorkerSilent(WorkerError):
+    """The worker did not answer before its deadline."""
+
+
+class Worker:
+    """A running zygote; :meth:`serve` runs one candidate job through it."""
+
+    def __init__(self, launch: Launch) -> None:
+        self._launch = launch
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
+        user: dict[str, Any] = {}
+        if launch.user is not None:
+            user = {"user": launch.user, "group": launch.user, "extra_groups": []}
+        try:
+            self._proc = subprocess.Popen(
+                launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=self._stderr, env=launch.env, cwd=launch.cwd,
+                start_new_session=True, close_fds=True, **user,
+            )
+        except OSError as exc:
+            raise WorkerError(f"could not start a sandbox worker: {exc}") from exc
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._in = self._proc.stdin.fileno()
+        self._out = self._proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+        self._buf = bytearray()
+        try:
+            hello = self._read_frame(time.monotonic() + _READY_TIMEOUT_S)
+        except WorkerError as exc:
+            self.close()
+            raise WorkerError(f"sandbox worker did not start: {exc}; {self.stderr_tail()}") from exc
+        if not hello.get("ready"):
+            self.close()
+            raise WorkerError(f"sandbox worker refused to start: {hello.get('infra_error')}")
+        self.python_version = str(hello.get("python", "?"))
+
+    @property
+    def alive(self) -> bool:
+        """True while the worker process runs."""
+        return self._proc.poll() is None
+
+    def serve(self, job: dict[str, Any], limits: Limits, grace_s: float = 3.0) -> dict[str, Any]:
+        """Send one candidate job and wait for its reply.
+
+        Raises:
+            WorkerDied: The worker ended or broke protocol (the candidate did it).
+            WorkerSilent: No reply within the candidate's limit plus ``grace_s``.
+            WorkerError: The zygote reported an internal failure.
+        """
+        job = dict(job, limits=asdict(limits))
+        data = json.dumps(job, ensure_ascii=True, allow_nan=False).encode("ascii")
+        try:
+            os.write(self._in, _HDR.pack(len(data)))
+            _write_all(self._in, data)
+        except OSError as exc:
+            raise WorkerDied(f"worker gone before the job was sent: {exc}") from exc
+        deadline = time.monotonic() + limits.candidate_timeout_s + grace_s
+        reply = self._read_frame(deadline)
+        if "infra_error" in reply:
+            raise WorkerError(f"sandbox worker failed: {reply['infra_error']}")
+        return reply
+
+    def _read_frame(self, deadline: float) -> dict[str, Any]:
+        while True:
+            if len(self._buf) >= 4:
+                (size,) = _HDR.unpack_from(self._buf)
+                if size > _MAX_REPLY:
+                    raise WorkerDied("worker sent an oversized frame")
+                if len(self._buf) >= 4 + size:
+                    raw = bytes(self._buf[4:4 + size])
+                    del self._buf[:4 + size]
+                    try:
+                        frame = json.loads(raw)
+                    except ValueError as exc:
+                        raise WorkerDied("worker sent a malformed frame") from exc
+                    if not isinstance(frame, dict):
+                        raise WorkerDied("worker sent a malformed frame")
+                    return frame
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerSilent("worker did not answer in time")
+            ready, _, _ = select.select([self._out], [], [], left)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self._out, 1 << 20)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise WorkerDied("worker process ended")
+            self._buf += chunk
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        """The end of the worker's own stderr (bwrap and zygote messages)."""
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - limit))
+            return self._stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def close(self) -> None:
+        """Kill the worker's whole process group and release its resources."""
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._stderr.close()
+        for path in self._launch.cleanup:
+            _rmtree_force(path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _rmtree_force(path: str) -> None:
+    """Delete a host scratch dir even if the candidate made parts of it read-only."""
+    for root, dirs, _files in os.walk(path):
+        for d in dirs:
+            try:
+                os.chmod(os.path.join(root, d), 0o700)
+            except OSError:
+                pass
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,1 @@
+"""gradebox static layer."""
