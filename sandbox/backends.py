@@ -93,7 +93,8 @@ class BwrapBackend(Backend):
         try:
             proc = subprocess.run(
                 probe, env=launch.env, capture_output=True, timeout=20, check=False,
-                **_user_kwargs(launch.user),
+                user=launch.user, group=launch.user,
+                extra_groups=[] if launch.user is not None else None,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise IsolationUnavailable(f"isolation 'bwrap': could not start bwrap: {exc}") from exc
@@ -201,9 +202,3 @@ def _prefix_of(python: str) -> str:
         capture_output=True, text=True, timeout=20, check=False,
     )
     return out.stdout.strip() or "/usr"
-
-
-def _user_kwargs(user: int | None) -> dict[str, object]:
-    if user is None:
-        return {}
-    return {"user": user, "group": user, "extra_groups": []}

@@ -32,7 +32,7 @@ from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
 
-__all__ = ["load_hidden", "load_public", "resolve_error_name"]
+__all__ = ["load_hidden", "load_public", "read_jsonl", "resolve_error_name"]
 
 #: Standard-library modules never imported to resolve an error name: they act
 #: on import (open a browser, print, start a GUI, write grammar caches) or are
@@ -199,10 +199,35 @@ def _collect(
     build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
 ) -> tuple[list[_T], list[tuple[int, str]]]:
     """Read, validate and build every line; return the items and ``(line, problem)``."""
+    return read_jsonl(path, _schema(schema_name), build)
+
+
+def read_jsonl(
+    path: Path,
+    schema: dict[str, Any],
+    build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
+) -> tuple[list[_T], list[tuple[int, str]]]:
+    """Read a JSON Lines file, check each line against ``schema``, and build items.
+
+    Shared by every JSON Lines input (cases here, samples in the grader) so all of
+    them report problems the same way.
+
+    Args:
+        path: The file.
+        schema: A JSON schema (draft 2020-12) for one line.
+        build: Turns a valid object and its line number into an item, or returns
+            ``(None, problems)``.
+
+    Returns:
+        The items built, and every problem as ``(line number, message)``.
+
+    Raises:
+        InputError: The file is missing, unreadable or empty.
+    """
     lines, found = _read_lines(path)
     if not lines and not found:
         raise InputError([f"{path}: file is empty"])
-    validator = Draft202012Validator(_schema(schema_name))
+    validator = Draft202012Validator(schema)
     good: list[_T] = []
     for line in lines:
         item, problems = _check_line(line, validator, build)
@@ -216,11 +241,13 @@ def _finish(
     path: Path, found: list[tuple[int, str]], any_good: bool, *, skip_bad_lines: bool
 ) -> list[str]:
     """Format problems in line order; raise unless skipping and something is left."""
-    problems = [f"{path}:{number}: {message}" for number, message in sorted(found)]
-    if not any_good:
-        raise InputError([*problems, f"{path}: no valid line"])
+    problems = [
+        f"{path}:{number}: {message}" for number, message in sorted(found, key=_line_number)
+    ]
     if problems and not skip_bad_lines:
         raise InputError(problems)
+    if not any_good:
+        raise InputError([*problems, f"{path}: no valid line"])
     return problems
 
 
@@ -315,8 +342,14 @@ def _finite_float(text: str) -> float:
 
 
 def _schema_problems(validator: Draft202012Validator, obj: object) -> Iterator[str]:
-    errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.path)), e.message))
+    errors = sorted(
+        validator.iter_errors(obj), key=lambda e: ([str(p) for p in e.absolute_path], e.message)
+    )
+    # Where a value has the wrong type, its other constraints only add noise.
+    wrong_type = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
     for error in errors:
+        if error.validator != "type" and tuple(error.absolute_path) in wrong_type:
+            continue
         where = "/".join(_pointer_token(p) for p in error.absolute_path)
         message = error.schema.get("x-message", error.message) if error.schema else error.message
         yield _clip(f"{where}: {message}" if where else str(message))
@@ -414,3 +447,7 @@ def _decode(raw: object, field: str, problems: list[str]) -> object:
 
 def _clip(text: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def _line_number(problem: tuple[int, str]) -> int:
+    return problem[0]

@@ -164,18 +164,34 @@ def _match_all(a: list[Any], b: list[Any], tol: float) -> bool:
         return False
     edges = [[j for j, y in enumerate(b) if _equal(x, y, tol)] for x in a]
     owner: list[int | None] = [None] * len(b)
-    return all(_augment(i, edges, owner, set()) for i in range(len(a)))
+    return all(_augment(i, edges, owner) for i in range(len(a)))
 
 
-def _augment(i: int, edges: list[list[int]], owner: list[int | None], seen: set[int]) -> bool:
-    for j in edges[i]:
-        if j in seen:
+def _augment(start: int, edges: list[list[int]], owner: list[int | None]) -> bool:
+    """Find an alternating path from ``start`` to a free element and flip it.
+
+    Iterative, so a large set cannot exhaust the interpreter's stack.
+    """
+    seen: set[int] = set()
+    stack = [iter(edges[start])]
+    path: list[tuple[int, int]] = []  # (left, right) pairs leading to the top frame
+    left = start
+    while stack:
+        j = next((j for j in stack[-1] if j not in seen), None)
+        if j is None:
+            stack.pop()
+            if path:
+                left = path.pop()[0]
             continue
         seen.add(j)
+        path.append((left, j))
         current = owner[j]
-        if current is None or _augment(current, edges, owner, seen):
-            owner[j] = i
+        if current is None:
+            for i, k in path:
+                owner[k] = i
             return True
+        left = current
+        stack.append(iter(edges[current]))
     return False
 
 

@@ -111,13 +111,16 @@ class Sandbox:
                 worker = self._start_worker()
             reply = worker.serve(job, lim)
         except WorkerSilent:
-            worker = self._discard(worker)
+            self._discard(worker)
+            worker = None
             return _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
         except WorkerDied as exc:
-            worker = self._discard(worker)
+            self._discard(worker)
+            worker = None
             return _all(cases, "crash", f"sandbox process ended ({exc})", time.monotonic() - t0)
         except WorkerError as exc:
-            worker = self._discard(worker)
+            self._discard(worker)
+            worker = None
             return RunResult(
                 observations=tuple(Observation("not_run") for _ in cases),
                 wall_s=time.monotonic() - t0, infra_error=str(exc),
@@ -166,7 +169,8 @@ class Sandbox:
     def _checkout(self) -> Worker | None:
         worker = self._idle.get()
         if worker is not None and not worker.alive:
-            worker = self._discard(worker)
+            self._discard(worker)
+            worker = None
         return worker
 
     def _start_worker(self) -> Worker:

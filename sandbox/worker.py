@@ -46,14 +46,12 @@ class Worker:
     def __init__(self, launch: Launch) -> None:
         self._launch = launch
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
-        user: dict[str, Any] = {}
-        if launch.user is not None:
-            user = {"user": launch.user, "group": launch.user, "extra_groups": []}
         try:
             self._proc = subprocess.Popen(
                 launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=self._stderr, env=launch.env, cwd=launch.cwd,
-                start_new_session=True, close_fds=True, **user,
+                start_new_session=True, close_fds=True, user=launch.user, group=launch.user,
+                extra_groups=[] if launch.user is not None else None,
             )
         except OSError as exc:
             raise WorkerError(f"could not start a sandbox worker: {exc}") from exc

@@ -1,4 +1,4 @@
-"""Complexity claims: find one in prose, and try to falsify an O(1) claim.
+r"""Complexity claims: find one in prose, and try to falsify an O(1) claim.
 
 Only a plain ``O(1)`` time claim is ever checked. Every other claim (``O(n)``,
 ``O(n log n)``, ``amortized O(1)``, several different claims at once) comes
@@ -6,7 +6,7 @@ back ``unchecked``: a static check cannot decide it, so it never guesses.
 
 What counts as a claim in prose (:func:`find_claim`):
 
-- a Big-O bound, ``O(1)``, ``O (1)``, ``O(n log n)``, ``O(n^2)``, ``\\mathcal{O}(1)``,
+- a Big-O bound, ``O(1)``, ``O (1)``, ``O(n log n)``, ``O(n^2)``, ``\mathcal{O}(1)``,
   normalised (``O(nlogn)`` and ``O(n * log(n))`` both become ``O(n log n)``);
 - ``constant time`` (``O(1)``), ``logarithmic time``, ``linear time``, ``quadratic time``;
 - qualified: ``amortized`` / ``amortised``, ``average`` / ``on average`` / ``expected``
@@ -35,6 +35,7 @@ This module uses only the standard library and imports no other layer.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import warnings
 from typing import Literal
@@ -58,8 +59,8 @@ _QUALIFIERS = {
     "amortized": "amortized",
     "amortised": "amortized",
     "average": "average",
+    "average-case": "average",
     "expected": "average",
-    "best": "best-case",
     "best-case": "best-case",
 }
 _FILLER = frozenset({"extra", "additional", "auxiliary", "worst", "worst-case", "case"})
@@ -89,7 +90,9 @@ _OPERATION_WORDS = frozenset(
         "indexing",
     }
 )
-_NOT_THIS = frozenset({"not", "never", "instead", "than", "unlike", "naive", "brute", "brute-force"})
+_NOT_THIS = frozenset(
+    {"not", "never", "instead", "than", "unlike", "naive", "brute", "brute-force"}
+)
 _LOOP_NODES: dict[type[ast.AST], str] = {
     ast.For: "`for` loop",
     ast.AsyncFor: "`async for` loop",
@@ -224,9 +227,11 @@ def _is_about_solution_time(before: list[str], after: list[str]) -> bool:
 
 
 def _qualify(bound: str, context: list[str]) -> str:
-    for word in context:
+    for word, following in itertools.pairwise([*context, ""]):
         if word in _QUALIFIERS:
             return f"{_QUALIFIERS[word]} {bound}"
+        if word == "best" and following == "case":
+            return f"best-case {bound}"
     return bound
 
 
@@ -248,7 +253,7 @@ def _check_constant(code: str, fn: str) -> tuple[ClaimStatus, str]:
 
 
 def _first_iteration(functions: _Functions, fn: str) -> str | None:
-    queue, seen = [fn], set()
+    queue, seen = [fn], set[str]()
     while queue:
         name = queue.pop(0)
         if name in seen:
@@ -259,13 +264,16 @@ def _first_iteration(functions: _Functions, fn: str) -> str | None:
         loops = sorted((n for n in nodes if type(n) in _LOOP_NODES), key=_line)
         if loops:
             return f"line {_line(loops[0])}: {_LOOP_NODES[type(loops[0])]} in {where}"
-        calls = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
-        callees = [c for c in calls if isinstance(c.func, ast.Name) and c.func.id in functions]
-        recursive = [c for c in callees if isinstance(c.func, ast.Name) and c.func.id == fn]
+        callees = [(n.id, n) for n in _called_names(nodes) if n.id in functions]
+        recursive = [n for name, n in callees if name == fn]
         if recursive:
             return f"line {_line(recursive[0])}: `{fn}` is called again in {where} (recursion)"
-        queue.extend(c.func.id for c in callees if isinstance(c.func, ast.Name))
+        queue.extend(name for name, _ in callees)
     return None
+
+
+def _called_names(nodes: list[ast.AST]) -> list[ast.Name]:
+    return [n.func for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
 
 
 def _line(node: ast.AST) -> int:

@@ -174,7 +174,9 @@ def _child_entry(job: dict[str, Any], start: int, pipes: dict[str, tuple[int, in
     status = 0
     try:
         os.setsid()
-        for sig in (*_STOP_SIGNALS, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        # SIGPIPE/SIGXFSZ stay ignored, as in any Python program: a write past the
+        # file-size limit raises OSError in the candidate instead of killing it.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)

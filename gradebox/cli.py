@@ -1,0 +1,34 @@
+"""The ``gradebox`` command line: a thin layer over the library.
+
+Each command lives in its own module and only parses options, calls the
+library and maps library errors to exit codes: 0 ok, 1 gate or check failed,
+2 usage, input or infrastructure error.
+"""
+
+from __future__ import annotations
+
+import click
+
+from gradebox.cmd_grade import grade
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="gradebox")
+def cli() -> None:
+    """Grade AI-generated Python code: hidden tests in a sandbox first.
+
+    \b
+    Example:
+      gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
+                     --samples examples/samples.jsonl --out results.jsonl
+    """
+
+
+cli.add_command(grade)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="gradebox")

@@ -1,0 +1,214 @@
+"""The combined grader: extract, gate, sandbox, compare, verdict -> one row per sample.
+
+Grading work goes through one executor seam: :func:`grade_all` takes anything
+with the shape of :class:`concurrent.futures.Executor` (``submit`` returning
+futures), so a distributed engine with that shape can run the same work. The
+default is a thread pool as wide as the sandbox's worker pool: the threads only
+wait on worker pipes; candidates run in the isolated worker processes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradebox.extract import extract
+from gradebox.gate import DEFAULT_BANNED, gate
+from gradebox.verdict import decide
+from sandbox.child.wire import to_wire
+from sandbox.compare import judge_case
+from sandbox.runner import Sandbox
+from sandbox.types import HiddenCase, Limits, Observation, PublicTask, RunResult
+
+__all__ = ["GradeConfig", "Grader", "Sample", "Task", "grade_all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One line of ``samples.jsonl``."""
+
+    id: str
+    """Unique sample id."""
+    fn: str
+    """The task it answers."""
+    reply: str | None = None
+    """A raw model reply (prose and fenced code)."""
+    code: str | None = None
+    """Code as is."""
+    claim: str | None = None
+    """An explicit complexity claim such as ``O(1)``."""
+    original: str | None = None
+    """The original file, for diff-size checks."""
+    line: int = 0
+    """Line number in the samples file."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """Everything the grader knows about one ``fn``."""
+
+    fn: str
+    """The task name."""
+    cases: tuple[HiddenCase, ...]
+    """The hidden cases, in file order."""
+    public: PublicTask | None = None
+    """The public description, when a public file was given."""
+
+
+@dataclass(frozen=True, slots=True)
+class GradeConfig:
+    """Options of one grading run."""
+
+    limits: Limits = field(default_factory=Limits)
+    """Resource limits per candidate."""
+    banned_imports: tuple[str, ...] | None = None
+    """The run's denylist; ``None`` means the task's, else the default."""
+    explain: bool = False
+    """Put arguments, expected and actual values of failed cases on the row."""
+
+
+class Grader:
+    """Grades samples against their tasks in a sandbox."""
+
+    def __init__(self, sandbox: Sandbox, tasks: dict[str, Task], config: GradeConfig) -> None:
+        self.sandbox = sandbox
+        self.tasks = tasks
+        self.config = config
+        # extract/gate silence parser warnings with warnings.catch_warnings(), which
+        # is not thread-safe; they take microseconds, so serialise them.
+        self._front = threading.Lock()
+
+    def banned_for(self, task: Task) -> tuple[str, ...]:
+        """The import denylist that applies to ``task``."""
+        if self.config.banned_imports is not None:
+            return self.config.banned_imports
+        if task.public is not None and task.public.banned_imports is not None:
+            return task.public.banned_imports
+        return DEFAULT_BANNED
+
+    def grade(self, sample: Sample) -> dict[str, Any]:
+        """Grade one sample and return its results row (never raises for the candidate)."""
+        t0 = time.perf_counter()
+        task = self.tasks[sample.fn]
+        pub = task.public
+        with self._front:
+            ext = extract(reply=sample.reply, code=sample.code, fn=sample.fn,
+                          helpers_allowed=bool(pub and pub.helpers_allowed))
+            g = gate(ext.code, fn=sample.fn, banned=self.banned_for(task),
+                     claim_text=ext.claim_text, claim=sample.claim,
+                     allow_loops=bool(pub and pub.allow_loops))
+        contract_ok = ext.contract == "ok"
+        run: RunResult | None = None
+        if contract_ok and not g.fired:
+            run = self.sandbox.run(ext.code, sample.fn, task.cases, self.config.limits)
+        outcomes = _outcomes(task.cases, run)
+        v = decide(
+            infra_error=bool(run and run.infra_error), contract_ok=contract_ok,
+            syntax_ok=g.syntax == "ok", banned=g.banned, claim=g.claim, outcomes=outcomes,
+        )
+        row: dict[str, Any] = {
+            "id": sample.id,
+            "fn": sample.fn,
+            "pass": v.passed,
+            "verdict": v.verdict,
+            "reason": v.reason,
+            "failed": [i for i, o in enumerate(outcomes) if o not in ("ok", "timeout")],
+            "timeouts": [i for i, o in enumerate(outcomes) if o == "timeout"],
+            "outcomes": outcomes,
+            "gate": {"syntax": g.syntax, "banned": list(g.banned), "contract": ext.contract},
+            "claim": g.claim,
+            "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
+            "infra_error": run.infra_error if run else None,
+            "static": None,
+            "judge": None,
+        }
+        detail = ext.detail if not contract_ok else g.syntax_detail or g.claim_detail
+        if detail:
+            row["detail"] = detail
+        if self.config.explain and run is not None:
+            row["explain"] = _explain(task.cases, run)
+        return row
+
+
+def _outcomes(cases: Sequence[HiddenCase], run: RunResult | None) -> list[str]:
+    if run is None or run.infra_error:
+        return ["not_run"] * len(cases)
+    return [judge_case(c, o).outcome for c, o in zip(cases, run.observations, strict=True)]
+
+
+def _explain(cases: Sequence[HiddenCase], run: RunResult) -> list[dict[str, Any]]:
+    """Arguments, expectation and observation of each failed case (``--explain`` only)."""
+    out = []
+    for i, (case, obs) in enumerate(zip(cases, run.observations, strict=True)):
+        res = judge_case(case, obs)
+        if res.outcome == "ok":
+            continue
+        out.append({
+            "case": i,
+            "name": case.name,
+            "args": case.args_wire,
+            "kwargs": case.kwargs_wire,
+            "expect": {"error": case.error} if case.error else _safe_wire(case.expect),
+            "got": _describe(obs),
+            "outcome": res.outcome,
+            "detail": res.detail,
+        })
+    return out
+
+
+def _describe(obs: Observation) -> Any:
+    if obs.status == "returned":
+        return _safe_wire(obs.value)
+    if obs.status == "raised" and obs.raised is not None:
+        return {"raised": obs.raised.type_name, "message": obs.raised.message}
+    return {obs.status: obs.detail}
+
+
+def _safe_wire(value: Any) -> Any:
+    try:
+        return to_wire(value)
+    except ValueError:
+        return {"$opaque": type(value).__name__}
+
+
+def grade_all(
+    grader: Grader,
+    samples: Sequence[Sample],
+    executor: Executor,
+    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Grade every sample through ``executor``; yield rows in input order.
+
+    Rows are yielded as soon as every earlier row is done, so a consumer that
+    writes them as they come loses no finished row if the run is interrupted.
+    ``on_row(index, row)`` is called as each row finishes (for progress).
+    """
+    futures: dict[Future[dict[str, Any]], int] = {
+        executor.submit(grader.grade, s): i for i, s in enumerate(samples)
+    }
+    done: dict[int, dict[str, Any]] = {}
+    nxt = 0
+    for fut in as_completed(futures):
+        i = futures[fut]
+        try:
+            done[i] = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a grader bug is an infra error, not a fail
+            done[i] = _infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
+        if on_row is not None:
+            on_row(i, done[i])
+        while nxt in done:
+            yield done.pop(nxt)
+            nxt += 1
+
+
+def _infra_row(sample: Sample, message: str) -> dict[str, Any]:
+    return {
+        "id": sample.id, "fn": sample.fn, "pass": False, "verdict": "needs_review",
+        "reason": "infra_error", "failed": [], "timeouts": [], "outcomes": [],
+        "gate": None, "claim": "none", "latency_ms": 0.0, "infra_error": message[:500],
+        "static": None, "judge": None,
+    }

@@ -1,0 +1,29 @@
+# ruff: noqa
+"""Promise: a candidate's child processes cannot outlive it.
+
+Attack: a child in the candidate's own process group that ignores SIGTERM,
+SIGHUP and SIGINT (dispositions survive ``exec``) and execs a Python that
+sleeps with the marker on its command line, plus a forked (not exec'd) child
+renamed to the marker that also ignores them. The candidate returns at once.
+
+Expected: no marked process is alive on the host after ``run`` returns.
+"""
+import os
+import signal
+import sys
+import time
+
+
+def f(x, marker):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(20)", marker])
+    if os.fork() == 0:
+        try:
+            with open("/proc/self/comm", "w") as fh:
+                fh.write(marker)
+            time.sleep(20)
+        finally:
+            os._exit(0)
+    return x + 1
