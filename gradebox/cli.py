@@ -17,7 +17,7 @@ __all__ = ["main"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="gradebox")
 def cli() -> None:
-    """Grade AI-generated Python code: hidden tests in a sandbox first.
+    r"""Grade AI-generated Python code: hidden tests in a sandbox first.
 
     \b
     Example:

@@ -96,19 +96,32 @@ class Grader:
         task = self.tasks[sample.fn]
         pub = task.public
         with self._front:
-            ext = extract(reply=sample.reply, code=sample.code, fn=sample.fn,
-                          helpers_allowed=bool(pub and pub.helpers_allowed))
-            g = gate(ext.code, fn=sample.fn, banned=self.banned_for(task),
-                     claim_text=ext.claim_text, claim=sample.claim,
-                     allow_loops=bool(pub and pub.allow_loops))
+            ext = extract(
+                reply=sample.reply,
+                code=sample.code,
+                fn=sample.fn,
+                helpers_allowed=bool(pub and pub.helpers_allowed),
+            )
+            g = gate(
+                ext.code,
+                fn=sample.fn,
+                banned=self.banned_for(task),
+                claim_text=ext.claim_text,
+                claim=sample.claim,
+                allow_loops=bool(pub and pub.allow_loops),
+            )
         contract_ok = ext.contract == "ok"
         run: RunResult | None = None
         if contract_ok and not g.fired:
             run = self.sandbox.run(ext.code, sample.fn, task.cases, self.config.limits)
         outcomes = _outcomes(task.cases, run)
         v = decide(
-            infra_error=bool(run and run.infra_error), contract_ok=contract_ok,
-            syntax_ok=g.syntax == "ok", banned=g.banned, claim=g.claim, outcomes=outcomes,
+            infra_error=bool(run and run.infra_error),
+            contract_ok=contract_ok,
+            syntax_ok=g.syntax == "ok",
+            banned=g.banned,
+            claim=g.claim,
+            outcomes=outcomes,
         )
         row: dict[str, Any] = {
             "id": sample.id,
@@ -147,16 +160,18 @@ def _explain(cases: Sequence[HiddenCase], run: RunResult) -> list[dict[str, Any]
         res = judge_case(case, obs)
         if res.outcome == "ok":
             continue
-        out.append({
-            "case": i,
-            "name": case.name,
-            "args": case.args_wire,
-            "kwargs": case.kwargs_wire,
-            "expect": {"error": case.error} if case.error else _safe_wire(case.expect),
-            "got": _describe(obs),
-            "outcome": res.outcome,
-            "detail": res.detail,
-        })
+        out.append(
+            {
+                "case": i,
+                "name": case.name,
+                "args": case.args_wire,
+                "kwargs": case.kwargs_wire,
+                "expect": {"error": case.error} if case.error else _safe_wire(case.expect),
+                "got": _describe(obs),
+                "outcome": res.outcome,
+                "detail": res.detail,
+            }
+        )
     return out
 
 
@@ -196,7 +211,7 @@ def grade_all(
         i = futures[fut]
         try:
             done[i] = fut.result()
-        except Exception as exc:  # noqa: BLE001 - a grader bug is an infra error, not a fail
+        except Exception as exc:
             done[i] = _infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
         if on_row is not None:
             on_row(i, done[i])
@@ -207,8 +222,18 @@ def grade_all(
 
 def _infra_row(sample: Sample, message: str) -> dict[str, Any]:
     return {
-        "id": sample.id, "fn": sample.fn, "pass": False, "verdict": "needs_review",
-        "reason": "infra_error", "failed": [], "timeouts": [], "outcomes": [],
-        "gate": None, "claim": "none", "latency_ms": 0.0, "infra_error": message[:500],
-        "static": None, "judge": None,
+        "id": sample.id,
+        "fn": sample.fn,
+        "pass": False,
+        "verdict": "needs_review",
+        "reason": "infra_error",
+        "failed": [],
+        "timeouts": [],
+        "outcomes": [],
+        "gate": None,
+        "claim": "none",
+        "latency_ms": 0.0,
+        "infra_error": message[:500],
+        "static": None,
+        "judge": None,
     }

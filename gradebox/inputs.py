@@ -65,8 +65,13 @@ def _sample(obj: dict[str, Any], line: int) -> tuple[Sample | None, list[str]]:
     if ("reply" in obj) == ("code" in obj):
         return None, ["a sample needs exactly one of 'reply' (a model answer) or 'code'"]
     return Sample(
-        id=obj["id"], fn=obj["fn"], reply=obj.get("reply"), code=obj.get("code"),
-        claim=obj.get("claim"), original=obj.get("original"), line=line,
+        id=obj["id"],
+        fn=obj["fn"],
+        reply=obj.get("reply"),
+        code=obj.get("code"),
+        claim=obj.get("claim"),
+        original=obj.get("original"),
+        line=line,
     ), []
 
 
@@ -92,11 +97,15 @@ def load_inputs(
         problems.extend(found)
         return value
 
-    cases = attempt(lambda: load_hidden(hidden, skip_bad_lines=skip_bad_lines), [])
+    cases: list[HiddenCase] = attempt(
+        lambda: load_hidden(hidden, skip_bad_lines=skip_bad_lines), []
+    )
     pub: dict[str, PublicTask] = {}
     if public is not None:
         pub = attempt(lambda: load_public(public, skip_bad_lines=skip_bad_lines), {})
-    sample_list = attempt(lambda: load_samples(samples, skip_bad_lines=skip_bad_lines), [])
+    sample_list: list[Sample] = attempt(
+        lambda: load_samples(samples, skip_bad_lines=skip_bad_lines), []
+    )
     if fatal:
         raise BadInput(fatal)
     by_fn: dict[str, list[HiddenCase]] = {}
@@ -105,7 +114,8 @@ def load_inputs(
     tasks = {fn: Task(fn, tuple(cs), pub.get(fn)) for fn, cs in by_fn.items()}
     orphans = [
         f"{samples}:{s.line}: fn: {s.fn!r} has no hidden cases in {hidden}"
-        for s in sample_list if s.fn not in tasks
+        for s in sample_list
+        if s.fn not in tasks
     ]
     if orphans and not skip_bad_lines:
         raise BadInput(orphans)

@@ -53,7 +53,9 @@ def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
         lines.append(f"  pass@1 (k=1, mean over {len(s['tasks'])} tasks): {s['pass@1']:.3f}")
     width = max((len(fn) for fn in s["tasks"]), default=4)
     for fn, t in list(s["tasks"].items())[:30]:
-        lines.append(f"    {fn:<{width}}  n={t['n']:<4} passed={t['c']:<4} pass@1={t['pass@1']:.3f}")
+        lines.append(
+            f"    {fn:<{width}}  n={t['n']:<4} passed={t['c']:<4} pass@1={t['pass@1']:.3f}"
+        )
     if len(s["tasks"]) > 30:
         lines.append(f"    ... {len(s['tasks']) - 30} more tasks (see --json)")
     return "\n".join(lines)

@@ -87,13 +87,20 @@ class BwrapBackend(Backend):
     def check_available(self, python: str) -> None:
         """Raise when bwrap is missing or cannot create namespaces here."""
         if shutil.which("bwrap") is None:
-            raise IsolationUnavailable(f"isolation 'bwrap': bwrap is not installed; {_INSTALL_HINT}")
+            raise IsolationUnavailable(
+                f"isolation 'bwrap': bwrap is not installed; {_INSTALL_HINT}"
+            )
         launch = self.launch(python, Limits())
         probe = [*launch.argv[: launch.argv.index(python)], "/usr/bin/true"]
         try:
             proc = subprocess.run(
-                probe, env=launch.env, capture_output=True, timeout=20, check=False,
-                user=launch.user, group=launch.user,
+                probe,
+                env=launch.env,
+                capture_output=True,
+                timeout=20,
+                check=False,
+                user=launch.user,
+                group=launch.user,
                 extra_groups=[] if launch.user is not None else None,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -111,11 +118,24 @@ class BwrapBackend(Backend):
         """Build the bwrap command line for one worker."""
         size = str(limits.scratch_mb * 1024 * 1024)
         argv = [
-            "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
-            "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--hostname", "sandbox", "--clearenv",
-            "--ro-bind", "/usr", "/usr",
+            "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--uid",
+            str(NOBODY),
+            "--gid",
+            str(NOBODY),
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "sandbox",
+            "--clearenv",
+            "--ro-bind",
+            "/usr",
+            "/usr",
         ]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
@@ -126,12 +146,27 @@ class BwrapBackend(Backend):
         if prefix != "/usr" and not prefix.startswith("/usr/"):
             argv += ["--ro-bind", prefix, prefix]
         argv += [
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", size, "--tmpfs", "/tmp",
-            "--size", size, "--tmpfs", "/dev/shm",
-            "--size", size, "--tmpfs", "/scratch",
-            "--ro-bind", str(HARNESS_DIR), "/gradebox",
-            "--remount-ro", "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            size,
+            "--tmpfs",
+            "/tmp",  # noqa: S108 - a private tmpfs inside the sandbox
+            "--size",
+            size,
+            "--tmpfs",
+            "/dev/shm",  # noqa: S108 - a private tmpfs inside the sandbox
+            "--size",
+            size,
+            "--tmpfs",
+            "/scratch",
+            "--ro-bind",
+            str(HARNESS_DIR),
+            "/gradebox",
+            "--remount-ro",
+            "/",
         ]
         for key, value in _SANDBOX_ENV.items():
             argv += ["--setenv", key, value]
@@ -173,9 +208,15 @@ def find_python(explicit: str | None = None) -> str:
     A system interpreter under ``/usr`` is preferred: it is readable by an
     unprivileged uid and starts without version-manager shims or ``.pth`` files.
     """
-    options = [explicit] if explicit else [
-        "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or "",
-    ]
+    options = (
+        [explicit]
+        if explicit
+        else [
+            "/usr/bin/python3",
+            "/usr/local/bin/python3",
+            shutil.which("python3") or "",
+        ]
+    )
     for cand in options:
         if not cand or not os.path.exists(cand):
             continue
@@ -183,7 +224,10 @@ def find_python(explicit: str | None = None) -> str:
         try:
             out = subprocess.run(
                 [real, "-I", "-S", "-c", "import sys; print(sys.version_info >= (3, 11))"],
-                capture_output=True, text=True, timeout=20, check=False,
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
             )
         except (OSError, subprocess.TimeoutExpired):
             continue
@@ -199,6 +243,9 @@ def find_python(explicit: str | None = None) -> str:
 def _prefix_of(python: str) -> str:
     out = subprocess.run(
         [python, "-I", "-S", "-c", "import sys; print(sys.base_prefix)"],
-        capture_output=True, text=True, timeout=20, check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
     )
     return out.stdout.strip() or "/usr"

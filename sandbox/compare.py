@@ -32,7 +32,7 @@ _SEQUENCES: Final = (list, tuple)
 _SETS: Final = (set, frozenset)
 
 
-def values_equal(expected: Any, actual: Any, *, tol: float | None = None) -> bool:  # noqa: ANN401
+def values_equal(expected: Any, actual: Any, *, tol: float | None = None) -> bool:
     """Compare two decoded values type-strictly.
 
     Args:

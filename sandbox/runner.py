@@ -28,21 +28,23 @@ from typing import Any
 from sandbox.backends import Backend, find_python, get_backend
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
-from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult
+from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult, make_case
 from sandbox.worker import Worker, WorkerDied, WorkerSilent
 
 __all__ = ["Sandbox", "open_sandbox"]
 
 _ALLOWED_ENV = {"HOME", "PWD", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"}
-_PROBE = '''
+_PROBE = """
 def probe(port):
     import os, socket
     facts = {"uid": os.getuid(), "env": sorted(os.environ)}
-    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    lines = open("/proc/self/status").read().splitlines()
+    status = dict(l.split(":", 1) for l in lines if ":" in l)
     facts["cap_eff"] = status.get("CapEff", "").strip()
     facts["no_new_privs"] = status.get("NoNewPrivs", "").strip()
     facts["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    facts["ifaces"] = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:])
+    dev = open("/proc/net/dev").read().splitlines()[2:]
+    facts["ifaces"] = sorted(l.split(":")[0].strip() for l in dev)
     s = socket.socket()
     s.settimeout(1.0)
     try:
@@ -61,7 +63,7 @@ def probe(port):
     open("scratch-probe", "w").write("ok")
     facts["scratch"] = open("scratch-probe").read()
     return facts
-'''
+"""
 
 
 class Sandbox:
@@ -99,8 +101,11 @@ class Sandbox:
             "code": code,
             "fn": fn,
             "cases": [
-                {"args": c.args_wire, "kwargs": c.kwargs_wire,
-                 "timeout_s": c.timeout_s or lim.case_timeout_s}
+                {
+                    "args": c.args_wire,
+                    "kwargs": c.kwargs_wire,
+                    "timeout_s": c.timeout_s or lim.case_timeout_s,
+                }
                 for c in cases
             ],
         }
@@ -123,7 +128,8 @@ class Sandbox:
             worker = None
             return RunResult(
                 observations=tuple(Observation("not_run") for _ in cases),
-                wall_s=time.monotonic() - t0, infra_error=str(exc),
+                wall_s=time.monotonic() - t0,
+                infra_error=str(exc),
             )
         finally:
             self._idle.put(worker)
@@ -131,8 +137,6 @@ class Sandbox:
 
     def self_check(self) -> None:
         """Prove the isolation holds; raise :class:`IsolationUnavailable` if not."""
-        from sandbox.types import make_case
-
         listener = socket.socket()
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -267,7 +271,8 @@ def _decode_reply(reply: dict[str, Any], n: int, wall: float) -> RunResult:
     raw = reply.get("obs")
     if not isinstance(raw, list) or len(raw) != n:
         return RunResult(
-            observations=tuple(Observation("not_run") for _ in range(n)), wall_s=wall,
+            observations=tuple(Observation("not_run") for _ in range(n)),
+            wall_s=wall,
             infra_error="sandbox worker sent a reply of the wrong shape",
         )
     return RunResult(

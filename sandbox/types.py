@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sandbox.child.wire import to_wire
+
 __all__ = [
     "CaseOutcome",
     "CaseResult",
@@ -177,8 +179,6 @@ def make_case(
         >>> make_case("add", 1, 2, expect=3).args
         (1, 2)
     """
-    from sandbox.child.wire import to_wire  # local: keeps types.py import-light
-
     return HiddenCase(
         fn=fn,
         args=tuple(args),

@@ -9,6 +9,7 @@ candidates is an infrastructure error.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -48,14 +49,22 @@ class Worker:
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
         try:
             self._proc = subprocess.Popen(
-                launch.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=self._stderr, env=launch.env, cwd=launch.cwd,
-                start_new_session=True, close_fds=True, user=launch.user, group=launch.user,
+                launch.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=launch.env,
+                cwd=launch.cwd,
+                start_new_session=True,
+                close_fds=True,
+                user=launch.user,
+                group=launch.user,
                 extra_groups=[] if launch.user is not None else None,
             )
         except OSError as exc:
             raise WorkerError(f"could not start a sandbox worker: {exc}") from exc
-        assert self._proc.stdin is not None and self._proc.stdout is not None
+        if self._proc.stdin is None or self._proc.stdout is None:  # pragma: no cover
+            raise WorkerError("sandbox worker started without pipes")
         self._in = self._proc.stdin.fileno()
         self._out = self._proc.stdout.fileno()
         os.set_blocking(self._out, False)
@@ -103,8 +112,8 @@ class Worker:
                 if size > _MAX_REPLY:
                     raise WorkerDied("worker sent an oversized frame")
                 if len(self._buf) >= 4 + size:
-                    raw = bytes(self._buf[4:4 + size])
-                    del self._buf[:4 + size]
+                    raw = bytes(self._buf[4 : 4 + size])
+                    del self._buf[: 4 + size]
                     try:
                         frame = json.loads(raw)
                     except ValueError as exc:
@@ -138,20 +147,16 @@ class Worker:
 
     def close(self) -> None:
         """Kill the worker's whole process group and release its resources."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         try:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._proc.kill()
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
         self._stderr.close()
         for path in self._launch.cleanup:
             _rmtree_force(path)
@@ -168,8 +173,6 @@ def _rmtree_force(path: str) -> None:
     """Delete a host scratch dir even if the candidate made parts of it read-only."""
     for root, dirs, _files in os.walk(path):
         for d in dirs:
-            try:
+            with contextlib.suppress(OSError):
                 os.chmod(os.path.join(root, d), 0o700)
-            except OSError:
-                pass
     shutil.rmtree(path, ignore_errors=True)

@@ -40,16 +40,20 @@ import stat
 import struct
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # -I leaves the script's own folder off sys.path; wire.py lives beside us.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import wire  # noqa: E402
+if TYPE_CHECKING:
+    from sandbox.child import wire
+else:
+    import wire
+import contextlib
 
 _HDR = struct.Struct(">I")
 _MAX_JOB = 64 * 1024 * 1024
 _STOP_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
-_CLEAN_DIRS = ("/tmp", "/dev/shm")  # noqa: S108 - these are the sandbox's private tmpfs mounts
+_CLEAN_DIRS = ("/tmp", "/dev/shm")
 
 
 def write_frame(fd: int, obj: Any) -> None:
@@ -94,12 +98,15 @@ def _exc_info(exc: BaseException) -> dict[str, Any]:
             mro.append(f"{mod}.{qual}")
     try:
         message = str(exc)[:500]
-    except BaseException:  # noqa: BLE001 - a hostile __str__ may raise anything
+    except BaseException:
         message = "<unprintable>"
     message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     t = type(exc)
-    return {"type": f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', '?')}",
-            "mro": mro, "message": message}
+    return {
+        "type": f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', '?')}",
+        "mro": mro,
+        "message": message,
+    }
 
 
 def _set_limits(lim: dict[str, Any]) -> None:
@@ -135,12 +142,12 @@ def child_main(job: dict[str, Any], start: int, res_w: int) -> None:
     namespace: dict[str, Any] = {"__name__": "candidate", "__builtins__": __builtins__}
     try:
         code = compile(job["code"], "<candidate>", "exec", dont_inherit=True)
-        exec(code, namespace)  # noqa: S102 - this IS the sandboxed child process
+        exec(code, namespace)
         fn = namespace.get(job["fn"])
         if not callable(fn):
             write_frame(res_w, {"load_error": f"no function named {job['fn']!r} is defined"})
             return
-    except BaseException as exc:  # noqa: BLE001 - anything the module does is an outcome
+    except BaseException as exc:
         write_frame(res_w, {"load_error": "module raised " + _exc_info(exc)["type"]})
         return
     for i in range(start, len(job["cases"])):
@@ -149,9 +156,10 @@ def child_main(job: dict[str, Any], start: int, res_w: int) -> None:
         kwargs = wire.from_wire(case["kwargs"], allow_opaque=False)
         write_frame(res_w, {"i": i, "start": True})
         t0 = time.perf_counter()
+        body: dict[str, Any]
         try:
             value = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit etc. are outcomes too
+        except BaseException as exc:
             body = {"status": "raised", "exc": _exc_info(exc)}
         else:
             body = _encode_result(value, cap)
@@ -163,10 +171,8 @@ def child_main(job: dict[str, Any], start: int, res_w: int) -> None:
 
 def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(BaseException):
             stream.flush()
-        except BaseException:  # noqa: BLE001, S110 - flushing is best effort
-            pass
 
 
 def _child_entry(job: dict[str, Any], start: int, pipes: dict[str, tuple[int, int]]) -> None:
@@ -191,7 +197,7 @@ def _child_entry(job: dict[str, Any], start: int, pipes: dict[str, tuple[int, in
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
         child_main(job, start, res_w)
         _flush()
-    except BaseException:  # noqa: BLE001 - the child must never fall back into zygote code
+    except BaseException:
         status = 70
     os._exit(status)
 
@@ -208,11 +214,13 @@ class Capture:
         self.dropped = 0
 
     def feed(self, chunk: bytes) -> None:
+        """Keep what fits under the cap; count the rest."""
         room = self.cap - len(self.data)
         self.data += chunk[:room]
         self.dropped += max(0, len(chunk) - room)
 
     def text(self) -> str:
+        """The kept bytes, decoded leniently, with a note of what was dropped."""
         s = self.data.decode("utf-8", "replace")
         return s + (f"\n[... {self.dropped} bytes dropped]" if self.dropped else "")
 
@@ -228,20 +236,18 @@ class Zygote:
     def kill_all(self, pgid: int) -> None:
         """Kill every process the candidate started and wait until they are gone."""
         if not self.pidns:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self._reap()
             return
         deadline = time.monotonic() + 5.0
         while True:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self._reap()
-            others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+            others = [
+                p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())
+            ]
             if not others:
                 return
             if time.monotonic() > deadline:
@@ -285,8 +291,13 @@ class Zygote:
         return {"obs": final, "stdout": out.text(), "stderr": err.text()}
 
     def _run_child(
-        self, job: dict[str, Any], start: int, obs: list[dict[str, Any] | None],
-        out: Capture, err: Capture, budget_end: float,
+        self,
+        job: dict[str, Any],
+        start: int,
+        obs: list[dict[str, Any] | None],
+        out: Capture,
+        err: Capture,
+        budget_end: float,
     ) -> int:
         """Fork one child for cases ``start..``; return the next case to start from."""
         n = len(job["cases"])
@@ -317,8 +328,9 @@ class Zygote:
 class _Monitor:
     """Follows one child's result frames and enforces per-case and per-candidate clocks."""
 
-    def __init__(self, job: dict[str, Any], obs: list[dict[str, Any] | None],
-                 start: int, budget_end: float) -> None:
+    def __init__(
+        self, job: dict[str, Any], obs: list[dict[str, Any] | None], start: int, budget_end: float
+    ) -> None:
         self.job = job
         self.obs = obs
         self.current: int | None = None
@@ -338,8 +350,9 @@ class _Monitor:
             return self.current + 1
         return self.expect_start
 
-    def watch(self, pidfd: int, res: int, out_fd: int, err_fd: int,
-              out: Capture, err: Capture) -> None:
+    def watch(
+        self, pidfd: int, res: int, out_fd: int, err_fd: int, out: Capture, err: Capture
+    ) -> None:
         sel = selectors.DefaultSelector()
         sel.register(pidfd, selectors.EVENT_READ, "exit")
         sel.register(res, selectors.EVENT_READ, "res")
@@ -392,8 +405,8 @@ class _Monitor:
                 return
             if len(self.buf) < 4 + size:
                 return
-            raw = bytes(self.buf[4:4 + size])
-            del self.buf[:4 + size]
+            raw = bytes(self.buf[4 : 4 + size])
+            del self.buf[: 4 + size]
             try:
                 frame = json.loads(raw)
             except ValueError:
@@ -407,11 +420,14 @@ class _Monitor:
             return
         if "load_error" in frame and self.current is None:
             detail = str(frame["load_error"])[:300]
-            for i in range(self.expect_start, len(self.obs)):
-                self.obs[i] = {"status": "crash", "detail": detail}
+            for k in range(self.expect_start, len(self.obs)):
+                self.obs[k] = {"status": "crash", "detail": detail}
             self.stop_all = True
             return
         i = frame.get("i")
+        if type(i) is not int:
+            self._violation("malformed result frame")
+            return
         if frame.get("start") is True and self.current is None and i == self.expect_start:
             self.current = i
             t = self.job["cases"][i]["timeout_s"]
@@ -437,19 +453,25 @@ class _Monitor:
         i = self.current if self.current is not None else self.expect_start
         whole = time.monotonic() >= self.budget_end
         if i < len(self.obs):
-            self.obs[i] = {"status": "timeout",
-                           "detail": "candidate time limit" if whole else "case time limit"}
+            self.obs[i] = {
+                "status": "timeout",
+                "detail": "candidate time limit" if whole else "case time limit",
+            }
         self.current = i
         self.stop_all = whole
 
     def _on_exit(self) -> None:
         if self.current is not None:
             if self.obs[self.current] is None:
-                self.obs[self.current] = {"status": "crash",
-                                          "detail": "process died during the case"}
+                self.obs[self.current] = {
+                    "status": "crash",
+                    "detail": "process died during the case",
+                }
         elif self.expect_start < len(self.obs):
-            self.obs[self.expect_start] = {"status": "crash",
-                                           "detail": "process died before the case started"}
+            self.obs[self.expect_start] = {
+                "status": "crash",
+                "detail": "process died before the case started",
+            }
             self.current = self.expect_start
 
 
@@ -503,7 +525,7 @@ def main() -> None:
         try:
             reply = zygote.serve(json.loads(raw))
             zygote.wipe()
-        except Exception as exc:  # noqa: BLE001 - report, then let the grader replace us
+        except Exception as exc:
             write_frame(1, {"infra_error": f"{type(exc).__name__}: {exc}"[:500]})
             return
         write_frame(1, reply)

@@ -119,13 +119,16 @@ def _enc_container(
         plain = all(type(k) is str and not k.startswith("$") for k in v)
         if plain:
             return {
-                _enc(k, f"{path}<key>", d, max_depth, budget, stack):
-                _enc(x, f"{path}.{k}", d, max_depth, budget, stack)
+                _enc(k, f"{path}<key>", d, max_depth, budget, stack): _enc(
+                    x, f"{path}.{k}", d, max_depth, budget, stack
+                )
                 for k, x in v.items()
             }
         pairs = [
-            [_enc(k, f"{path}<key>", d, max_depth, budget, stack),
-             _enc(x, f"{path}[{k!r}]", d, max_depth, budget, stack)]
+            [
+                _enc(k, f"{path}<key>", d, max_depth, budget, stack),
+                _enc(x, f"{path}[{k!r}]", d, max_depth, budget, stack),
+            ]
             for k, x in v.items()
         ]
         return {"$dict": pairs}
@@ -168,7 +171,7 @@ def _dec(o: Any, path: str, allow_opaque: bool) -> Any:
     return _dec_tag(tags[0], o[tags[0]], path, allow_opaque)
 
 
-def _dec_tag(tag: str, body: Any, path: str, allow_opaque: bool) -> Any:  # noqa: C901
+def _dec_tag(tag: str, body: Any, path: str, allow_opaque: bool) -> Any:  # noqa: C901, PLR0912
     where = f"{path}.{tag}"
     if tag in ("$tuple", "$set", "$frozenset", "$dict"):
         if type(body) is not list:
@@ -183,7 +186,7 @@ def _dec_tag(tag: str, body: Any, path: str, allow_opaque: bool) -> Any:  # noqa
                 return frozenset(items)
             if not all(type(p) is list and len(p) == 2 for p in items):
                 raise WireError(f"{where}: expected a list of [key, value] pairs")
-            return {k: v for k, v in items}  # noqa: C416 - clearer than dict(items) here
+            return {k: v for k, v in items}
         except TypeError as exc:
             raise WireError(f"{where}: unhashable element ({exc})") from exc
     if type(body) is not str:
