@@ -60,6 +60,9 @@ def probe(port):
         except OSError:
             pass
     facts["writable"] = writable
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    facts["userns"] = "allowed" if libc.unshare(0x10000000) == 0 else "blocked"
     open("scratch-probe", "w").write("ok")
     facts["scratch"] = open("scratch-probe").read()
     return facts
@@ -251,6 +254,8 @@ def _isolation_problems(facts: dict[str, Any], accepted: bool) -> list[str]:
         problems.append(f"network interfaces visible: {facts.get('ifaces')}")
     if facts.get("writable"):
         problems.append(f"host paths are writable: {facts.get('writable')}")
+    if facts.get("userns") != "blocked":
+        problems.append("candidates can create nested user namespaces")
     if facts.get("scratch") != "ok":
         problems.append("the scratch dir is not writable")
     if len(facts.get("pids", [])) > 3:

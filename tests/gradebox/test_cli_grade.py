@@ -1,0 +1,162 @@
+"""`gradebox grade` through click's CliRunner, on the real default sandbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradebox.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+BAD = [json.loads(line) for line in (ROOT / "tests/cases/bad_inputs.jsonl").read_text().splitlines()]
+
+
+def _write(path: Path, text: str | None) -> None:
+    if text is not None:
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+@pytest.mark.parametrize("row", BAD, ids=[r["id"] for r in BAD])
+def test_bad_input_exits_2_with_file_and_line_and_writes_nothing(tmp_path, row):
+    _write(tmp_path / "hidden.jsonl", row["hidden"])
+    _write(tmp_path / "samples.jsonl", row["samples"])
+    args = ["grade", "--hidden", str(tmp_path / "hidden.jsonl"),
+            "--samples", str(tmp_path / "samples.jsonl"), "--out", str(tmp_path / "out.jsonl")]
+    if row.get("public") is not None:
+        _write(tmp_path / "public.jsonl", row["public"])
+        args += ["--public", str(tmp_path / "public.jsonl")]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2, res.output
+    for fragment in row["expect"]:
+        assert fragment in res.stderr, res.stderr
+    assert not (tmp_path / "out.jsonl").exists(), "nothing may be written on bad input"
+
+
+def test_skip_bad_lines_grades_the_good_ones_and_reports_the_bad(tmp_path):
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x + 1\\n"}\n'
+        '{"id": "b", "fn": "inc"}\n'
+    )
+    res = CliRunner().invoke(cli, ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples",
+                                   str(tmp_path / "s.jsonl"), "--skip-bad-lines", "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [r["id"] for r in rows] == ["a"]
+    assert "s.jsonl:2:" in res.stderr and "skipped" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def example_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "results.jsonl"
+    res = CliRunner().invoke(cli, [
+        "grade", "--hidden", str(EXAMPLES / "hidden.jsonl"), "--public",
+        str(EXAMPLES / "public.jsonl"), "--samples", str(EXAMPLES / "samples.jsonl"),
+        "--out", str(out), "--jobs", "2",
+    ])
+    assert res.exit_code == 0, res.output
+    return {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}, res.stderr
+
+
+def test_examples_verdicts_and_reasons(example_rows):
+    rows, _ = example_rows
+    expected = {
+        "even-good": ("pass", "ok"),
+        "even-naive": ("fail", "hidden_tests"),
+        "even-int-not-bool": ("fail", "hidden_tests"),
+        "even-loop-claims-o1": ("fail", "claim_false"),
+        "mean-good": ("pass", "ok"),
+        "mean-int-division": ("fail", "hidden_tests"),
+        "mean-zerodiv": ("fail", "hidden_tests"),
+        "split-good": ("pass", "ok"),
+        "split-list-not-tuple": ("fail", "hidden_tests"),
+        "split-two-blocks": ("fail", "contract"),
+        "fib-good": ("pass", "ok"),
+        "fib-exponential": ("fail", "hidden_tests"),
+        "fib-shells-out": ("fail", "gate:banned_import"),
+        "fib-syntax-error": ("fail", "gate:syntax"),
+        "dedupe-good": ("pass", "ok"),
+        "dedupe-set-order": ("fail", "hidden_tests"),
+        "dedupe-hangs": ("fail", "hidden_tests"),
+    }
+    assert {k: (r["verdict"], r["reason"]) for k, r in rows.items()} == expected
+
+
+def test_examples_outcomes_are_type_strict(example_rows):
+    rows, _ = example_rows
+    # returns 1/0 instead of True/False: wrong; bool input not rejected: error
+    assert rows["even-int-not-bool"]["outcomes"] == ["wrong", "wrong", "wrong", "error", "ok"]
+    # list instead of tuple is wrong
+    assert rows["split-list-not-tuple"]["outcomes"] == ["wrong", "wrong", "wrong", "ok"]
+    # naive is_even accepts True and 2.0 instead of raising TypeError
+    assert rows["even-naive"]["outcomes"] == ["ok", "ok", "ok", "error", "error"]
+    assert rows["mean-zerodiv"]["outcomes"][3] == "error"  # ZeroDivisionError is not ValueError
+
+
+def test_examples_timeouts_are_counted_separately(example_rows):
+    rows, summary = example_rows
+    assert rows["fib-exponential"]["timeouts"] == [3]
+    assert rows["fib-exponential"]["failed"] == []
+    assert rows["dedupe-hangs"]["outcomes"] == ["ok", "timeout", "timeout"]
+    assert "samples with timeouts 2" in summary
+
+
+def test_rows_never_carry_hidden_values(example_rows):
+    rows, summary = example_rows
+    text = json.dumps(rows) + summary
+    # distinctive expected values and arguments of examples/hidden.jsonl
+    for secret in ("222232244629420445529739893461909967206666939096499764990979600",
+                   "k=v=w", "v=w", "0.15"):
+        assert secret not in text
+
+
+def test_summary_states_k_and_n(example_rows):
+    _, summary = example_rows
+    assert "pass@1 (k=1" in summary
+    assert "is_even     n=4" in summary
+
+
+def test_explain_reveals_failed_cases_only_when_asked(tmp_path):
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [41], "expect": 42}\n'
+                                      '{"fn": "inc", "args": [1], "expect": 2}\n')
+    (tmp_path / "s.jsonl").write_text('{"id": "a", "fn": "inc", "code": "def inc(x):\\n'
+                                      '    return 2 if x == 1 else 0\\n"}\n')
+    base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
+    plain = CliRunner().invoke(cli, base)
+    assert "42" not in plain.stdout
+    explained = CliRunner().invoke(cli, [*base, "--explain"])
+    row = json.loads(explained.stdout)
+    assert row["explain"] == [{"case": 0, "name": None, "args": [41], "kwargs": {}, "expect": 42,
+                               "got": 0, "outcome": "wrong", "detail": row["explain"][0]["detail"]}]
+
+
+def test_gate_flag_exits_1_when_any_sample_fails(tmp_path):
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
+    (tmp_path / "s.jsonl").write_text('{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x"}\n')
+    base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
+    assert CliRunner().invoke(cli, base).exit_code == 0
+    assert CliRunner().invoke(cli, [*base, "--gate"]).exit_code == 1
+
+
+def test_banned_imports_option_overrides_default(tmp_path):
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "import math\\ndef inc(x):\\n    return x + 1"}\n'
+        '{"id": "b", "fn": "inc", "code": "import os\\ndef inc(x):\\n    return x + 1"}\n')
+    base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
+    default = [json.loads(x) for x in CliRunner().invoke(cli, base).stdout.splitlines()]
+    assert [r["reason"] for r in default] == ["ok", "gate:banned_import"]
+    custom = CliRunner().invoke(cli, [*base, "--banned-imports", "math"]).stdout.splitlines()
+    assert [json.loads(x)["reason"] for x in custom] == ["gate:banned_import", "ok"]
+    off = CliRunner().invoke(cli, [*base, "--banned-imports", ""]).stdout.splitlines()
+    assert [json.loads(x)["reason"] for x in off] == ["ok", "ok"]
+
+
+def test_help_has_an_example():
+    res = CliRunner().invoke(cli, ["grade", "--help"])
+    assert res.exit_code == 0
+    assert "Example:" in res.output and "gradebox grade --hidden" in res.output
