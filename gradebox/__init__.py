@@ -1,1 +1,26 @@
-"""gradebox: grade AI-generated Python code."""
+"""gradebox: grade AI-generated Python code; this package composes the layers.
+
+The layers (``sandbox``, ``static``, ``judge``) never import each other; the
+grader here runs them in order and decides the verdict in one place.
+"""
+
+from gradebox.errors import BadInput, GradeboxError, SetupError
+from gradebox.grader import GradeConfig, Grader, Sample, Task, grade_all
+from gradebox.inputs import RunInputs, load_inputs, load_samples
+from gradebox.verdict import Verdict, decide
+
+__all__ = [
+    "BadInput",
+    "GradeConfig",
+    "GradeboxError",
+    "Grader",
+    "RunInputs",
+    "Sample",
+    "SetupError",
+    "Task",
+    "Verdict",
+    "decide",
+    "grade_all",
+    "load_inputs",
+    "load_samples",
+]

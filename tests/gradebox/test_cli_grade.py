@@ -12,7 +12,9 @@ from gradebox.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-BAD = [json.loads(line) for line in (ROOT / "tests/cases/bad_inputs.jsonl").read_text().splitlines()]
+BAD = [
+    json.loads(line) for line in (ROOT / "tests/cases/bad_inputs.jsonl").read_text().splitlines()
+]
 
 
 def _write(path: Path, text: str | None) -> None:
@@ -24,8 +26,15 @@ def _write(path: Path, text: str | None) -> None:
 def test_bad_input_exits_2_with_file_and_line_and_writes_nothing(tmp_path, row):
     _write(tmp_path / "hidden.jsonl", row["hidden"])
     _write(tmp_path / "samples.jsonl", row["samples"])
-    args = ["grade", "--hidden", str(tmp_path / "hidden.jsonl"),
-            "--samples", str(tmp_path / "samples.jsonl"), "--out", str(tmp_path / "out.jsonl")]
+    args = [
+        "grade",
+        "--hidden",
+        str(tmp_path / "hidden.jsonl"),
+        "--samples",
+        str(tmp_path / "samples.jsonl"),
+        "--out",
+        str(tmp_path / "out.jsonl"),
+    ]
     if row.get("public") is not None:
         _write(tmp_path / "public.jsonl", row["public"])
         args += ["--public", str(tmp_path / "public.jsonl")]
@@ -42,8 +51,19 @@ def test_skip_bad_lines_grades_the_good_ones_and_reports_the_bad(tmp_path):
         '{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x + 1\\n"}\n'
         '{"id": "b", "fn": "inc"}\n'
     )
-    res = CliRunner().invoke(cli, ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples",
-                                   str(tmp_path / "s.jsonl"), "--skip-bad-lines", "--jobs", "1"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(tmp_path / "h.jsonl"),
+            "--samples",
+            str(tmp_path / "s.jsonl"),
+            "--skip-bad-lines",
+            "--jobs",
+            "1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["id"] for r in rows] == ["a"]
@@ -53,11 +73,22 @@ def test_skip_bad_lines_grades_the_good_ones_and_reports_the_bad(tmp_path):
 @pytest.fixture(scope="module")
 def example_rows(tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "results.jsonl"
-    res = CliRunner().invoke(cli, [
-        "grade", "--hidden", str(EXAMPLES / "hidden.jsonl"), "--public",
-        str(EXAMPLES / "public.jsonl"), "--samples", str(EXAMPLES / "samples.jsonl"),
-        "--out", str(out), "--jobs", "2",
-    ])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(EXAMPLES / "hidden.jsonl"),
+            "--public",
+            str(EXAMPLES / "public.jsonl"),
+            "--samples",
+            str(EXAMPLES / "samples.jsonl"),
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     return {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}, res.stderr
 
@@ -109,8 +140,12 @@ def test_rows_never_carry_hidden_values(example_rows):
     rows, summary = example_rows
     text = json.dumps(rows) + summary
     # distinctive expected values and arguments of examples/hidden.jsonl
-    for secret in ("222232244629420445529739893461909967206666939096499764990979600",
-                   "k=v=w", "v=w", "0.15"):
+    for secret in (
+        "222232244629420445529739893461909967206666939096499764990979600",
+        "k=v=w",
+        "v=w",
+        "0.15",
+    ):
         assert secret not in text
 
 
@@ -121,22 +156,36 @@ def test_summary_states_k_and_n(example_rows):
 
 
 def test_explain_reveals_failed_cases_only_when_asked(tmp_path):
-    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [41], "expect": 42}\n'
-                                      '{"fn": "inc", "args": [1], "expect": 2}\n')
-    (tmp_path / "s.jsonl").write_text('{"id": "a", "fn": "inc", "code": "def inc(x):\\n'
-                                      '    return 2 if x == 1 else 0\\n"}\n')
+    (tmp_path / "h.jsonl").write_text(
+        '{"fn": "inc", "args": [41], "expect": 42}\n{"fn": "inc", "args": [1], "expect": 2}\n'
+    )
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return 2 if x == 1 else 0\\n"}\n'
+    )
     base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
     plain = CliRunner().invoke(cli, base)
     assert "42" not in plain.stdout
     explained = CliRunner().invoke(cli, [*base, "--explain"])
     row = json.loads(explained.stdout)
-    assert row["explain"] == [{"case": 0, "name": None, "args": [41], "kwargs": {}, "expect": 42,
-                               "got": 0, "outcome": "wrong", "detail": row["explain"][0]["detail"]}]
+    assert row["explain"] == [
+        {
+            "case": 0,
+            "name": None,
+            "args": [41],
+            "kwargs": {},
+            "expect": 42,
+            "got": 0,
+            "outcome": "wrong",
+            "detail": row["explain"][0]["detail"],
+        }
+    ]
 
 
 def test_gate_flag_exits_1_when_any_sample_fails(tmp_path):
     (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
-    (tmp_path / "s.jsonl").write_text('{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x"}\n')
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x"}\n'
+    )
     base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
     assert CliRunner().invoke(cli, base).exit_code == 0
     assert CliRunner().invoke(cli, [*base, "--gate"]).exit_code == 1
@@ -146,7 +195,8 @@ def test_banned_imports_option_overrides_default(tmp_path):
     (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
     (tmp_path / "s.jsonl").write_text(
         '{"id": "a", "fn": "inc", "code": "import math\\ndef inc(x):\\n    return x + 1"}\n'
-        '{"id": "b", "fn": "inc", "code": "import os\\ndef inc(x):\\n    return x + 1"}\n')
+        '{"id": "b", "fn": "inc", "code": "import os\\ndef inc(x):\\n    return x + 1"}\n'
+    )
     base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
     default = [json.loads(x) for x in CliRunner().invoke(cli, base).stdout.splitlines()]
     assert [r["reason"] for r in default] == ["ok", "gate:banned_import"]

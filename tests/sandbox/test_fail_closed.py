@@ -23,7 +23,7 @@ class _Leaky(BwrapBackend):
         launch = super().launch(python, limits)
         if self.extra[0] == "drop":  # remove one option (and its arguments)
             i = launch.argv.index(self.extra[1])
-            del launch.argv[i:i + int(self.extra[2])]
+            del launch.argv[i : i + int(self.extra[2])]
         else:
             i = launch.argv.index("--chdir")
             launch.argv[i:i] = self.extra
@@ -58,7 +58,7 @@ def test_the_real_backend_passes_its_self_check():
 
 def test_missing_bwrap_is_refused_with_a_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(IsolationUnavailable, match="apt-get install -y bubblewrap"):
+    with pytest.raises(IsolationUnavailable, match=r"apt-get install -y bubblewrap"):
         open_sandbox("bwrap")
 
 
@@ -70,12 +70,24 @@ def test_auto_never_falls_back_to_none(monkeypatch, tmp_path):
 
 def test_cli_refuses_with_exit_2_and_writes_nothing(monkeypatch, tmp_path):
     (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
-    (tmp_path / "s.jsonl").write_text('{"id": "a", "fn": "inc", "code": "def inc(x): return x+1"}\n')
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "def inc(x): return x+1"}\n'
+    )
     empty = tmp_path / "empty-path"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    res = CliRunner().invoke(cli, ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples",
-                                   str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "o.jsonl")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(tmp_path / "h.jsonl"),
+            "--samples",
+            str(tmp_path / "s.jsonl"),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ],
+    )
     assert res.exit_code == 2
     assert "bwrap is not installed" in res.stderr
     assert not (tmp_path / "o.jsonl").exists()
@@ -84,5 +96,5 @@ def test_cli_refuses_with_exit_2_and_writes_nothing(monkeypatch, tmp_path):
 def test_unknown_isolation_and_bad_interpreter_are_refused(tmp_path):
     with pytest.raises(IsolationUnavailable, match="unknown isolation"):
         open_sandbox("docker")
-    with pytest.raises(IsolationUnavailable, match="no Python 3.11"):
+    with pytest.raises(IsolationUnavailable, match=r"no Python 3\.11"):
         open_sandbox("bwrap", python=str(tmp_path / "nope"))

@@ -76,7 +76,9 @@ def _procs(blob, deadline):
             except Exception:
                 pass
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
+            # (our own pipes are read in _descriptors; reopening our result pipe
+            # here would only steal our own frames)
+            fds = [] if pid == str(os.getpid()) else os.listdir(f"/proc/{pid}/fd")
         except Exception:
             fds = []
         for fd in fds:
