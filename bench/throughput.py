@@ -30,6 +30,7 @@ imports only the standard library, ``workload.py`` and the peer package.
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import os
 import re
@@ -57,8 +58,8 @@ LABELS = {
     "evalplus": "evalplus",
     "floor": "floor",
 }
-GRADEBOX_DEFAULT_CASE_TIMEOUT_S = 2.0
-"""``sandbox.types.Limits.case_timeout_s``, used when that module cannot be imported."""
+GRADEBOX_DEFAULT_TIMEOUTS_S = (2.0, 20.0)
+"""``sandbox.types.Limits`` case and candidate timeouts, if that module cannot be imported."""
 
 
 def log(msg: str) -> None:
@@ -88,8 +89,9 @@ class RunResult:
     mismatches: int = 0
     """Candidates whose verdict differs from the workload's expected verdict."""
     timeouts: int = 0
-    loop_budget_s: float = 0.0
-    """Sum over timed-out candidates of the time the runner's policy lets them burn."""
+    budgets: list[tuple[int, float]] = field(default_factory=list)
+    """``(candidate index, seconds)`` for each candidate stopped by a time limit: the time
+    the runner's own timeout policy lets it burn."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -109,8 +111,8 @@ class RunResult:
 
     @property
     def budget_wall_s(self) -> float:
-        """Wall time the timeout policy alone accounts for: ``loop_budget / workers``."""
-        return self.loop_budget_s / self.workers
+        """Wall time the timeout policy alone forces (see :func:`in_order_makespan`)."""
+        return in_order_makespan(self.budgets, self.workers)
 
     @property
     def beyond_s(self) -> float:
@@ -134,6 +136,21 @@ class RunResult:
                 beyond_ms=round(self.beyond_ms, 2),
             )
         return d
+
+
+def in_order_makespan(budgets: list[tuple[int, float]], workers: int) -> float:
+    """Makespan of the timed-out candidates alone, dispatched in input order.
+
+    Every runner hands candidates to ``workers`` slots in input order; if all other
+    candidates cost nothing, the looping ones still occupy slots for their time limits,
+    and a late one can leave a slot idle at the end. This is that lower bound on wall
+    time (``sum / workers`` when the loops pack perfectly), so ``wall - makespan`` is the
+    runner's own overhead beyond its timeout policy.
+    """
+    slots = [0.0] * max(1, workers)
+    for _, seconds in sorted(budgets):
+        heapq.heapreplace(slots, slots[0] + seconds)
+    return max(slots)
 
 
 def _finish(res: RunResult, wl: Workload, verdicts: list[bool]) -> RunResult:
@@ -169,14 +186,15 @@ def gradebox_runnable(gradebox: Path) -> str | None:
     return None
 
 
-def gradebox_case_timeout() -> float:
-    """gradebox's default per-case timeout, read from ``sandbox.types.Limits``."""
+def gradebox_default_timeouts() -> tuple[float, float]:
+    """gradebox's default (per-case, per-candidate) timeouts, from ``sandbox.types.Limits``."""
     try:
         from sandbox.types import Limits
 
-        return float(Limits().case_timeout_s)
+        limits = Limits()
+        return float(limits.case_timeout_s), float(limits.candidate_timeout_s)
     except Exception:
-        return GRADEBOX_DEFAULT_CASE_TIMEOUT_S
+        return GRADEBOX_DEFAULT_TIMEOUTS_S
 
 
 def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
@@ -187,9 +205,11 @@ def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
     if why:
         res.status, res.reason = "skipped", why
         return res
-    case_timeout = opts.gradebox_case_timeout or gradebox_case_timeout()
+    case_timeout, cand_timeout = gradebox_default_timeouts()
+    case_timeout = opts.gradebox_case_timeout or case_timeout
+    cand_timeout = opts.gradebox_candidate_timeout or cand_timeout
     with tempfile.TemporaryDirectory(prefix="gb-bench-") as tmp:
-        hidden, samples = wl.write_gradebox(Path(tmp), opts.gradebox_case_timeout)
+        hidden, samples = wl.write_gradebox(Path(tmp))
         out = Path(tmp) / "results.jsonl"
         cmd = [
             str(gradebox),
@@ -209,6 +229,10 @@ def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
         ]
         if opts.isolation:
             cmd += ["--isolation", opts.isolation]
+        if opts.gradebox_case_timeout:
+            cmd += ["--case-timeout", str(opts.gradebox_case_timeout)]
+        if opts.gradebox_candidate_timeout:
+            cmd += ["--candidate-timeout", str(opts.gradebox_candidate_timeout)]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -227,21 +251,21 @@ def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
     if len(rows) != wl.n:
         res.status, res.reason = "failed", f"results has {len(rows)} rows, expected {wl.n}"
         return res
+    index = {c.id: i for i, c in enumerate(wl.candidates)}
     by_id = {row.get("id"): bool(row.get("pass")) for row in rows}
-    n_timeout_cases = sum(
-        sum(o == "timeout" for o in row.get("outcomes", [])) or len(row.get("timeouts", []))
-        for row in rows
-    )
-    res.timeouts = sum(
-        bool(row.get("timeouts")) or "timeout" in row.get("outcomes", []) for row in rows
-    )
-    res.loop_budget_s = n_timeout_cases * case_timeout
+    n_timeout_cases = 0
+    for row in rows:
+        k = sum(o == "timeout" for o in row.get("outcomes", [])) or len(row.get("timeouts", []))
+        if k and row.get("id") in index:
+            n_timeout_cases += k
+            res.budgets.append((index[row["id"]], min(k * case_timeout, cand_timeout)))
+    res.timeouts = len(res.budgets)
     res.notes.append(
-        f"{len(rows)} rows; case timeout {case_timeout:g} s; "
-        f"{n_timeout_cases} timed-out cases; isolation={opts.isolation or 'default'}"
+        f"{len(rows)} rows; limits {case_timeout:g} s per case, {cand_timeout:g} s per "
+        f"candidate; {n_timeout_cases} timed-out cases; --isolation {opts.isolation or '(default)'}"
     )
     if summary:
-        res.notes.append(f"summary: {summary[-1][:160]}")
+        res.notes.append(f"stderr: {summary[0][:160]}")
     return _finish(res, wl, [by_id.get(c.id, False) for c in wl.candidates])
 
 
@@ -324,12 +348,12 @@ def driver_humaneval(wl: Workload, workers: int, timeout: float) -> dict[str, An
             r = future.result()
             results[r["completion_id"]] = r
     inner = time.perf_counter() - t0
-    timed_out = sum(r is not None and r["result"] == "timed out" for r in results)
+    budgets = [(i, timeout) for i, r in enumerate(results) if r and r["result"] == "timed out"]
     return {
         "inner_s": inner,
         "verdicts": [bool(r and r["passed"]) for r in results],
-        "timeouts": timed_out,
-        "loop_budget_s": timed_out * timeout,
+        "timeouts": len(budgets),
+        "budgets": budgets,
         "notes": notes,
     }
 
@@ -392,9 +416,9 @@ def driver_evalplus(wl: Workload, workers: int) -> dict[str, Any]:
             stats[stat] = stats.get(stat, 0) + 1
     inner = time.perf_counter() - t0
     # Under fast_check a looping function fails at its first case's limit (stat "fail").
-    budget = sum(first_limit[c.fn] for c in wl.candidates if c.kind == "loop")
+    budgets = [(i, first_limit[c.fn]) for i, c in enumerate(wl.candidates) if c.kind == "loop"]
     notes.append(f"stats: {stats}")
-    if budget:
+    if budgets:
         notes.append(
             "a looping candidate ends as 'fail' (not 'timeout') at its first case's limit "
             "under fast_check; budget counts that limit per looping candidate"
@@ -403,7 +427,7 @@ def driver_evalplus(wl: Workload, workers: int) -> dict[str, Any]:
         "inner_s": inner,
         "verdicts": verdicts,
         "timeouts": stats.get("timeout", 0),
-        "loop_budget_s": budget,
+        "budgets": budgets,
         "notes": notes,
     }
 
@@ -439,7 +463,7 @@ def driver_floor(wl: Workload, workers: int, timeout: float) -> dict[str, Any]:
     verdicts: list[bool] = [False] * wl.n
     running: dict[int, tuple[int, int, float, bytearray]] = {}  # rfd -> pid, idx, deadline
     next_idx = 0
-    timed_out = 0
+    budgets: list[tuple[int, float]] = []
     t0 = time.perf_counter()
     while next_idx < wl.n or running:
         while next_idx < wl.n and len(running) < workers:
@@ -469,19 +493,19 @@ def driver_floor(wl: Workload, workers: int, timeout: float) -> dict[str, Any]:
                 oks = []
             verdicts[idx] = len(oks) == len(wl.cases[wl.candidates[idx].fn]) and all(oks)
         now = time.monotonic()
-        for rfd, (pid, _idx, deadline, _) in list(running.items()):
+        for rfd, (pid, idx, deadline, _) in list(running.items()):
             if now >= deadline:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 os.close(rfd)
                 del running[rfd]
-                timed_out += 1  # its verdict stays False
+                budgets.append((idx, timeout))  # its verdict stays False
     inner = time.perf_counter() - t0
     return {
         "inner_s": inner,
         "verdicts": verdicts,
-        "timeouts": timed_out,
-        "loop_budget_s": timed_out * timeout,
+        "timeouts": len(budgets),
+        "budgets": budgets,
         "notes": [f"os.fork per candidate, pipe, no isolation, kill at {timeout:g} s"],
     }
 
@@ -555,7 +579,7 @@ def run_driver(
         return res
     res.inner_s = out["inner_s"]
     res.timeouts = out["timeouts"]
-    res.loop_budget_s = out["loop_budget_s"]
+    res.budgets = [(int(i), float(b)) for i, b in out["budgets"]]
     return _finish(res, wl, out["verdicts"])
 
 
@@ -700,7 +724,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--gradebox-case-timeout",
         type=float,
         default=None,
-        help="write timeout_s into every hidden case (default: gradebox's own)",
+        help="pass --case-timeout to gradebox (default: gradebox's own, 2 s)",
+    )
+    p.add_argument(
+        "--gradebox-candidate-timeout",
+        type=float,
+        default=None,
+        help="pass --candidate-timeout to gradebox (default: gradebox's own, 20 s)",
     )
     p.add_argument(
         "--gradebox",

@@ -2,9 +2,10 @@ r"""Hidden tests in isolation: the case codec, the type-strict comparator, the s
 
 Example:
     >>> from sandbox import open_sandbox, make_case, judge_case
+    >>> case = make_case("inc", 1, expect=2)
     >>> with open_sandbox("auto", workers=1) as sb:  # doctest: +SKIP
-    ...     run = sb.run("def inc(x):\\n    return x + 1\\n", "inc", [make_case("inc", 1, expect=2)])
-    ...     judge_case(make_case("inc", 1, expect=2), run.observations[0]).outcome
+    ...     run = sb.run("def inc(x):\\n    return x + 1\\n", "inc", [case])
+    ...     judge_case(case, run.observations[0]).outcome
     'ok'
 """
 
