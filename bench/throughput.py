@@ -565,6 +565,9 @@ def run_driver(
     except subprocess.TimeoutExpired:
         res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
         return res
+    except OSError as exc:
+        res.status, res.reason = "skipped", f"cannot run {python}: {exc}"
+        return res
     res.wall_s = time.perf_counter() - t0
     lines = proc.stdout.strip().splitlines()
     try:
@@ -688,6 +691,13 @@ def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
     for name, r in results.items():
         for note in r.notes:
             print(f"   note {LABELS[name]}: {note}")
+    if mix:
+        per_loop = {
+            LABELS[k]: f"{sum(b for _, b in r.budgets) / len(r.budgets):g} s"
+            for k, r in results.items()
+            if r.ok and r.budgets
+        }
+        print(f"   time limit spent per looping candidate (timeout policy): {per_loop}")
     _print_ratios(results, mix)
     passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok}
     if len(set(passes.values())) > 1:
@@ -771,7 +781,8 @@ def _run_one(name: str, wl: Workload, wl_path: Path, opts: argparse.Namespace) -
     """Run one runner once on one workload."""
     if name == "gradebox":
         return run_gradebox(wl, opts)
-    python = Path(sys.executable) if name == "floor" else Path(opts.peer_python)
+    # absolute() but not resolve(): a venv's python is a symlink that must stay one.
+    python = Path(sys.executable if name == "floor" else opts.peer_python).absolute()
     return run_driver(name, python, wl, wl_path, opts)
 
 
@@ -848,9 +859,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(
-            "\nms/cand = wall x workers / n (worker-ms per candidate); mix: budget_s = "
-            "timed-out candidates x their timeout / workers, beyond_s = wall - budget_s, "
-            "ms/cand> = beyond_s x workers / n."
+            "\nms/cand = wall x workers / n (worker-ms per candidate). mix: budget_s = wall the"
+            " timeout policy alone forces (time-limited candidates dispatched in input order on"
+            " the workers, all others free; sum/workers when they pack), beyond_s = wall -"
+            " budget_s, ms/cand> = beyond_s x workers / n."
         )
     return 0
 
