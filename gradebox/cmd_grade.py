@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,7 +19,7 @@ from gradebox.grader import GradeConfig, Grader, grade_all
 from gradebox.inputs import load_inputs
 from gradebox.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
-from sandbox.runner import open_sandbox
+from sandbox.runner import Sandbox, open_sandbox
 from sandbox.types import Limits
 
 __all__ = ["grade"]
@@ -73,6 +74,13 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     help="Seconds for all cases of one candidate together.",
 )
 @click.option(
+    "--max-timeouts",
+    type=click.IntRange(0, 10_000),
+    default=1,
+    show_default=True,
+    help="Stop a candidate after this many timed-out cases (0: run every case).",
+)
+@click.option(
     "--memory-mb",
     type=click.IntRange(64, 65536),
     default=1024,
@@ -118,28 +126,40 @@ def grade(**opts: Any) -> None:
 
 
 def _run(**o: Any) -> int:
-    inputs = load_inputs(o["hidden"], o["samples"], o["public"], skip_bad_lines=o["skip_bad_lines"])
-    for p in inputs.problems:
-        click.echo(f"skipped: {p}", err=True)
     limits = Limits(
         case_timeout_s=o["case_timeout"],
         candidate_timeout_s=o["candidate_timeout"],
         memory_mb=o["memory_mb"],
+        max_timeouts=o["max_timeouts"],
     )
     banned = None
     if o["banned_imports"] is not None:
         banned = tuple(m.strip() for m in o["banned_imports"].split(",") if m.strip())
     config = GradeConfig(limits=limits, banned_imports=banned, explain=o["explain"])
-    jobs = min(o["jobs"], len(inputs.samples))
-    try:
-        sandbox = open_sandbox(
+    # Workers start (and prove their isolation) while the inputs are read; bad input
+    # still stops the run before any candidate is graded.
+    with ThreadPoolExecutor(max_workers=1) as starter:
+        pending = starter.submit(
+            open_sandbox,
             o["isolation"],
             limits,
-            workers=jobs,
+            workers=o["jobs"],
             python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
         )
-    except IsolationUnavailable as exc:
-        raise SetupError(str(exc)) from exc
+        try:
+            inputs = load_inputs(
+                o["hidden"], o["samples"], o["public"], skip_bad_lines=o["skip_bad_lines"]
+            )
+        except BadInput:
+            _discard_sandbox(pending)
+            raise
+        try:
+            sandbox = pending.result()
+        except IsolationUnavailable as exc:
+            raise SetupError(str(exc)) from exc
+    for p in inputs.problems:
+        click.echo(f"skipped: {p}", err=True)
+    jobs = min(o["jobs"], len(inputs.samples))
     if not sandbox.isolated:
         click.echo("WARNING: --isolation none: candidates run WITHOUT isolation", err=True)
     t0 = time.monotonic()
@@ -182,6 +202,11 @@ def _run(**o: Any) -> int:
     if o["gate_exit"] and summary["passed"] != summary["samples"]:
         return 1
     return 0
+
+
+def _discard_sandbox(pending: Future[Sandbox]) -> None:
+    with contextlib.suppress(IsolationUnavailable):
+        pending.result().close()
 
 
 class _open_out:

@@ -129,7 +129,7 @@ class Grader:
             "pass": v.passed,
             "verdict": v.verdict,
             "reason": v.reason,
-            "failed": [i for i, o in enumerate(outcomes) if o not in ("ok", "timeout")],
+            "failed": [i for i, o in enumerate(outcomes) if o in ("wrong", "error", "crash")],
             "timeouts": [i for i, o in enumerate(outcomes) if o == "timeout"],
             "outcomes": outcomes,
             "gate": {"syntax": g.syntax, "banned": list(g.banned), "contract": ext.contract},

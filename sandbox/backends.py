@@ -68,6 +68,9 @@ class Backend:
     name = "base"
     isolated = True
 
+    def check_tools(self) -> None:
+        """Raise :class:`IsolationUnavailable` when a tool this backend needs is missing."""
+
     def check_available(self, python: str) -> None:
         """Raise :class:`IsolationUnavailable` when this backend cannot run here."""
 
@@ -84,12 +87,16 @@ class BwrapBackend(Backend):
     def __init__(self) -> None:
         self._prefixes: dict[str, str] = {}
 
-    def check_available(self, python: str) -> None:
-        """Raise when bwrap is missing or cannot create namespaces here."""
+    def check_tools(self) -> None:
+        """Raise when bwrap is not installed."""
         if shutil.which("bwrap") is None:
             raise IsolationUnavailable(
                 f"isolation 'bwrap': bwrap is not installed; {_INSTALL_HINT}"
             )
+
+    def check_available(self, python: str) -> None:
+        """Raise when bwrap is missing or cannot create namespaces here."""
+        self.check_tools()
         launch = self.launch(python, Limits())
         probe = [*launch.argv[: launch.argv.index(python)], "/usr/bin/true"]
         try:

@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sandbox.backends import Backend, find_python, get_backend
@@ -82,6 +83,8 @@ class Sandbox:
         self._all: list[Worker] = []
         self._lock = threading.Lock()
         self._closed = False
+        # Workers are forked from this one long-lived thread: see Worker.__init__.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawn")
         for _ in range(max(1, workers)):
             self._idle.put(None)  # a slot; its worker starts on first use
 
@@ -165,6 +168,29 @@ class Sandbox:
                     f"isolation {self.backend!r} does not hold here: " + "; ".join(problems)
                 )
 
+    def warm(self) -> int:
+        """Start every worker slot now, in parallel; return how many are running."""
+        slots: list[Worker | None] = []
+        while True:
+            try:
+                slots.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+
+        def start(w: Worker | None) -> Worker | None:
+            if w is not None:
+                return w
+            try:
+                return self._start_worker()
+            except WorkerError:
+                return None
+
+        with ThreadPoolExecutor(max_workers=max(1, len(slots))) as ex:
+            started = list(ex.map(start, slots))
+        for w in started:
+            self._idle.put(w)
+        return sum(w is not None for w in started)
+
     def close(self) -> None:
         """Stop every worker."""
         with self._lock:
@@ -172,6 +198,7 @@ class Sandbox:
             workers, self._all = self._all, []
         for w in workers:
             w.close()
+        self._spawner.shutdown(wait=False)
 
     def _checkout(self) -> Worker | None:
         worker = self._idle.get()
@@ -181,7 +208,7 @@ class Sandbox:
         return worker
 
     def _start_worker(self) -> Worker:
-        worker = Worker(self._backend.launch(self.python, self.limits))
+        worker = Worker(self._backend.launch(self.python, self.limits), self._spawner)
         with self._lock:
             if self._closed:
                 worker.close()
@@ -219,15 +246,18 @@ def open_sandbox(
         IsolationUnavailable: The isolation cannot be provided or does not hold.
     """
     backend = get_backend(isolation)
+    backend.check_tools()
     interp = find_python(python)
-    backend.check_available(interp)
     sb = Sandbox(backend, interp, limits or Limits(), workers)
-    if self_check:
-        try:
+    try:
+        if sb.warm() == 0:
+            backend.check_available(interp)  # says why workers cannot start
+            raise IsolationUnavailable(f"isolation {backend.name!r}: no sandbox worker could start")
+        if self_check:
             sb.self_check()
-        except BaseException:
-            sb.close()
-            raise
+    except BaseException:
+        sb.close()
+        raise
     return sb
 
 

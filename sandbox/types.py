@@ -106,6 +106,10 @@ class Limits:
     """Bytes kept of each of stdout and stderr; the rest is drained and dropped."""
     result_bytes: int = 8 * 1024 * 1024
     """Largest serialized result of one case."""
+    max_timeouts: int = 1
+    """Stop a candidate after this many timed-out cases (the rest are ``not_run``);
+    0 runs every case whatever happens. A candidate that timed out has failed, so
+    the default spends no more than one case limit on it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from concurrent.futures import Executor
 from dataclasses import asdict
 from typing import IO, Any
 
@@ -44,11 +45,20 @@ class WorkerSilent(WorkerError):
 class Worker:
     """A running zygote; :meth:`serve` runs one candidate job through it."""
 
-    def __init__(self, launch: Launch) -> None:
+    def __init__(self, launch: Launch, spawner: Executor) -> None:
+        """Start the worker and wait until its zygote says it is ready.
+
+        Args:
+            launch: How to start it.
+            spawner: A long-lived thread that forks the worker. bwrap's
+                ``--die-with-parent`` watches the *thread* that forked it, so the
+                fork must happen on a thread that lives as long as the sandbox.
+        """
         self._launch = launch
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
         try:
-            self._proc = subprocess.Popen(
+            self._proc = spawner.submit(
+                subprocess.Popen,
                 launch.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -60,8 +70,8 @@ class Worker:
                 user=launch.user,
                 group=launch.user,
                 extra_groups=[] if launch.user is not None else None,
-            )
-        except OSError as exc:
+            ).result()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: the sandbox is closing
             raise WorkerError(f"could not start a sandbox worker: {exc}") from exc
         if self._proc.stdin is None or self._proc.stdout is None:  # pragma: no cover
             raise WorkerError("sandbox worker started without pipes")

@@ -132,7 +132,8 @@ def test_examples_timeouts_are_counted_separately(example_rows):
     rows, summary = example_rows
     assert rows["fib-exponential"]["timeouts"] == [3]
     assert rows["fib-exponential"]["failed"] == []
-    assert rows["dedupe-hangs"]["outcomes"] == ["ok", "timeout", "timeout"]
+    # after its first timeout a candidate is stopped (--max-timeouts 1): the rest is not run
+    assert rows["dedupe-hangs"]["outcomes"] == ["ok", "timeout", "not_run"]
     assert "samples with timeouts 2" in summary
 
 
@@ -210,3 +211,17 @@ def test_help_has_an_example():
     res = CliRunner().invoke(cli, ["grade", "--help"])
     assert res.exit_code == 0
     assert "Example:" in res.output and "gradebox grade --hidden" in res.output
+
+
+def test_max_timeouts_zero_runs_every_case_after_a_timeout(tmp_path):
+    (tmp_path / "h.jsonl").write_text(
+        "".join(f'{{"fn": "f", "args": [{i}], "expect": {i}, "timeout_s": 0.3}}\n' for i in range(4))
+    )
+    code = "def f(x):\n    while x % 2:\n        pass\n    return x\n"
+    (tmp_path / "s.jsonl").write_text(json.dumps({"id": "a", "fn": "f", "code": code}) + "\n")
+    base = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl")]
+    stop = json.loads(CliRunner().invoke(cli, base).stdout)
+    assert stop["outcomes"] == ["ok", "timeout", "not_run", "not_run"]
+    every = json.loads(CliRunner().invoke(cli, [*base, "--max-timeouts", "0"]).stdout)
+    assert every["outcomes"] == ["ok", "timeout", "ok", "timeout"]
+    assert every["timeouts"] == [1, 3]

@@ -1,19 +1,19 @@
-"""Fixtures and host-side probes for the sandbox conformance suite.
+"""Fixtures for the sandbox conformance suite (``test_conformance.py``).
 
-The suite (``test_conformance.py``) runs every attack in ``attacks/`` against
-every isolation backend. A backend's known failures are declared next to each
-test with :func:`known_failure`, which becomes a strict ``xfail`` for that
-backend only (an unexpected pass shows up as a failure), or a ``run=False``
-xfail for attacks that would harm the machine when nothing isolates them.
+The suite runs every attack in ``attacks/`` against every isolation backend
+(``sandbox_backend``). A backend's known failures are declared on each test with
+a ``known_failure(backend, reason=..., run=...)`` mark; the hook below turns it
+into ``xfail(strict=True)`` for that backend's parametrization only (an
+unexpected pass fails the suite), or into a ``run=False`` xfail for attacks
+that would harm the machine when nothing isolates them.
 
-Everything here observes from the host: which processes carry a marker, what
-files appeared, what the test's servers received.
+The sandbox fixtures read their ``Limits`` from the test module's ``LIMITS``.
+The other fixtures are host-side places and servers that a candidate must not
+reach: world-writable dirs, stand-in grader processes, TCP/UDP/Unix listeners.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
 import secrets
 import shutil
@@ -22,44 +22,20 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sandbox.cases import resolve_error_name
-from sandbox.compare import judge_case
-from sandbox.types import HiddenCase, Limits, RunResult, make_case
+from sandbox.types import Limits
 
 BACKENDS = ("bwrap", "none")
 ATTACKS = Path(__file__).parent / "attacks"
-REPO = Path(__file__).resolve().parents[2]
-
-LIMITS = Limits(case_timeout_s=1.0, candidate_timeout_s=5.0, memory_mb=512)
-"""Small limits keep the suite fast; every bound below is derived from them."""
-CASE_GRACE_S = 1.0
-"""Allowed beyond a case limit: kill the tree, reap it, start a fresh child."""
-WORKER_GRACE_S = 4.0
-"""Allowed beyond a candidate limit when the worker itself is stopped or dead
-(the runner's own grace is 3 s, plus killing and restarting the worker)."""
-HONEST = "def f(x):\n    return x + 1\n"
 
 
 # --------------------------------------------------------------------- markers
-
-
-def known_failure(backend: str, reason: str, *, run: bool = True) -> pytest.MarkDecorator:
-    """Declare that ``backend`` is known to fail this test, and why.
-
-    Becomes ``xfail(strict=True)`` for that backend's parametrization only; with
-    ``run=False`` the test is not even started there (used where the attack
-    would damage the host when nothing isolates it).
-    """
-    return pytest.mark.known_failure(backend, reason=reason, run=run)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -93,8 +69,14 @@ def sandbox_backend(request: pytest.FixtureRequest) -> str:
     return name
 
 
+def _limits(request: pytest.FixtureRequest) -> Limits:
+    limits = getattr(request.module, "LIMITS", None)
+    assert isinstance(limits, Limits), "the test module must define LIMITS = Limits(...)"
+    return limits
+
+
 def _open(backend: str, limits: Limits) -> Any:
-    from sandbox.runner import open_sandbox
+    from sandbox.runner import open_sandbox  # the runtime under test; only needed here
 
     sb = open_sandbox(isolation=backend, limits=limits, workers=1)
     assert sb.backend == backend, f"asked for {backend!r}, got {sb.backend!r}"
@@ -108,16 +90,18 @@ def _close_bounded(sb: Any, limit_s: float = 15.0) -> None:
     assert not t.is_alive(), f"Sandbox.close() did not return within {limit_s} s"
 
 
-@pytest.fixture(scope="session")
-def shared_sandbox(sandbox_backend: str) -> Iterator[Any]:
-    """One warm sandbox per backend (one worker, so runs share it), for the session."""
-    sb = _open(sandbox_backend, LIMITS)
+@pytest.fixture(scope="module")
+def shared_sandbox(request: pytest.FixtureRequest, sandbox_backend: str) -> Iterator[Any]:
+    """One warm sandbox per backend with one worker, so consecutive runs share it."""
+    sb = _open(sandbox_backend, _limits(request))
     yield sb
     _close_bounded(sb)
 
 
 @pytest.fixture
-def fresh_sandbox(sandbox_backend: str) -> Iterator[Callable[..., Any]]:
+def fresh_sandbox(
+    request: pytest.FixtureRequest, sandbox_backend: str,
+) -> Iterator[Callable[..., Any]]:
     """Factory for a private sandbox (for tests that kill workers or change the env).
 
     Call it with ``Limits`` field overrides: ``fresh_sandbox(candidate_timeout_s=1.5)``.
@@ -125,190 +109,13 @@ def fresh_sandbox(sandbox_backend: str) -> Iterator[Callable[..., Any]]:
     opened: list[Any] = []
 
     def make(**overrides: Any) -> Any:
-        sb = _open(sandbox_backend, replace(LIMITS, **overrides))
+        sb = _open(sandbox_backend, replace(_limits(request), **overrides))
         opened.append(sb)
         return sb
 
     yield make
     for sb in opened:
         _close_bounded(sb)
-
-
-# ---------------------------------------------------------------------- running
-
-
-def attack(name: str) -> str:
-    """The source of ``attacks/<name>.py``: a candidate program."""
-    return (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
-
-
-def error_case(fn: str, *args: Any, error: str, **kw: Any) -> HiddenCase:
-    """A case that expects an exception, its name canonical as the case loader makes it."""
-    return make_case(fn, *args, error=resolve_error_name(error), **kw)
-
-
-def run_bounded(
-    sb: Any, code: str, cases: list[HiddenCase], *, fn: str = "f",
-    limit_s: float | None = None, limits: Limits | None = None,
-) -> tuple[RunResult, float]:
-    """``sb.run`` under a watchdog; returns the result and the host-measured seconds.
-
-    Fails the test (instead of hanging the suite) if ``run`` does not return,
-    and fails it if ``run`` raises: the runner must never raise for anything a
-    candidate does.
-    """
-    lim = limits or sb.limits
-    bound = limit_s if limit_s is not None else lim.candidate_timeout_s + WORKER_GRACE_S + 10.0
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["res"] = sb.run(code, fn, cases, limits=limits)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            box["exc"] = exc
-
-    t0 = time.monotonic()
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(bound)
-    elapsed = time.monotonic() - t0
-    if t.is_alive():
-        pytest.fail(f"Sandbox.run did not return within {bound:.1f} s: the grader hung")
-    if "exc" in box:
-        exc = box["exc"]
-        raise AssertionError(
-            f"Sandbox.run raised {type(exc).__name__}: {str(exc)[:300]} (it must return a "
-            "RunResult for anything the candidate does)"
-        ) from exc
-    return box["res"], elapsed
-
-
-def outcomes(cases: list[HiddenCase], res: RunResult) -> list[str]:
-    """The judged outcome of each case."""
-    assert len(res.observations) == len(cases), res
-    return [judge_case(c, o).outcome for c, o in zip(cases, res.observations, strict=True)]
-
-
-def assert_still_grades(sb: Any) -> None:
-    """The sandbox grades an honest candidate correctly (after whatever came before)."""
-    cases = [make_case("f", i, expect=i + 1) for i in range(3)]
-    res, elapsed = run_bounded(sb, HONEST, cases)
-    assert res.infra_error is None, f"honest candidate got an infra_error: {res.infra_error}"
-    assert outcomes(cases, res) == ["ok"] * 3, f"honest candidate not graded ok: {res}"
-    assert elapsed < 5.0, f"honest candidate took {elapsed:.1f} s"
-
-
-def proc_marker() -> str:
-    """A unique name that fits in a process's ``comm`` (15 bytes)."""
-    return "gbx" + secrets.token_hex(6)
-
-
-# ---------------------------------------------------------- host-side process probes
-
-
-def _read(path: str, limit: int = 1 << 16) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    except OSError:
-        return b""
-
-
-def marked_tasks(marker: str) -> list[str]:
-    """Every process or thread on the host whose cmdline, comm or environ has the marker."""
-    needle = marker.encode()
-    me = os.getpid()
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        base = f"/proc/{pid}"
-        texts = [_read(f"{base}/cmdline"), _read(f"{base}/comm"), _read(f"{base}/environ")]
-        try:
-            tids = os.listdir(f"{base}/task")
-        except OSError:
-            tids = []
-        hits = [t for t in tids if needle in _read(f"{base}/task/{t}/comm")]
-        if hits or any(needle in t for t in texts):
-            state = next((ln for ln in _read(f"{base}/status").splitlines()
-                          if ln.startswith(b"State:")), b"State: ?")
-            cmd = texts[0].replace(b"\0", b" ")[:120].decode("ascii", "replace")
-            found.append(f"pid {pid} ({state.decode().split(None, 1)[-1]}) "
-                         f"{len(hits)} marked threads: {cmd}")
-    return found
-
-
-def survivors(marker: str, grace_s: float = 0.5) -> list[str]:
-    """Marked tasks still present after ``grace_s`` (time to be reaped)."""
-    deadline = time.monotonic() + grace_s
-    while True:
-        left = marked_tasks(marker)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
-
-
-def kill_marked(marker: str) -> None:
-    """Clean-up for backends known to let processes escape (never signals the test)."""
-    for line in marked_tasks(marker):
-        pid = int(line.split()[1])
-        with contextlib.suppress(OSError):
-            os.kill(pid, 9)
-
-
-@dataclass
-class ProcWatch:
-    """Samples the host's ``/proc`` while a run is going, for one marker."""
-
-    marker: str
-    peak_tasks: int = 0
-    peak_rss_mb: float = 0.0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def __enter__(self) -> ProcWatch:
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join(5)
-
-    def _loop(self) -> None:
-        needle = self.marker.encode()
-        while not self._stop.is_set():
-            tasks, rss_kb = 0, 0
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    tids = os.listdir(f"/proc/{pid}/task")
-                except OSError:
-                    continue
-                n = sum(needle in _read(f"/proc/{pid}/task/{t}/comm") for t in tids)
-                if n or needle in _read(f"/proc/{pid}/cmdline"):
-                    tasks += max(n, 1)
-                    for ln in _read(f"/proc/{pid}/status").splitlines():
-                        if ln.startswith(b"VmRSS:"):
-                            rss_kb += int(ln.split()[1])
-            self.peak_tasks = max(self.peak_tasks, tasks)
-            self.peak_rss_mb = max(self.peak_rss_mb, rss_kb / 1024)
-            self._stop.wait(0.02)
-
-
-def host_rss_mb() -> float:
-    """Resident memory of the test process itself."""
-    for ln in _read("/proc/self/status").splitlines():
-        if ln.startswith(b"VmRSS:"):
-            return int(ln.split()[1]) / 1024
-    return 0.0
-
-
-def open_fds() -> int:
-    """Descriptors open in the test process."""
-    return len(os.listdir("/proc/self/fd"))
 
 
 # ------------------------------------------------------------------ host places
@@ -367,21 +174,30 @@ class Listeners:
     received: list[str]
 
 
-def _non_loopback(family: int, probe: str) -> str | None:
-    s = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        s.connect((probe, 53))  # no packet is sent for a UDP connect
-        addr = str(s.getsockname()[0])
-    except OSError:
-        return None
-    finally:
-        s.close()
-    return None if addr.startswith(("127.", "::1")) else addr
+def _non_loopback(family: int, probes: list[str]) -> list[str]:
+    """The host's own address on the route to each probe (no packet is sent)."""
+    found = []
+    for probe in probes:
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            s.connect((probe, 53))
+            addr = str(s.getsockname()[0])
+        except OSError:
+            continue
+        finally:
+            s.close()
+        if not addr.startswith(("127.", "::1", "fe80:")) and addr not in found:
+            found.append(addr)
+    return found
 
 
 def _resolvers() -> list[str]:
     out = []
-    for line in _read("/etc/resolv.conf").decode("ascii", "replace").splitlines():
+    try:
+        text = Path("/etc/resolv.conf").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
         parts = line.split()
         if len(parts) >= 2 and parts[0] == "nameserver":
             out.append(parts[1])
@@ -426,8 +242,8 @@ def listeners(host_dir: Path, repo_dir: Path) -> Iterator[Listeners]:
         threading.Thread(target=serve, args=(s, label, kind == socket.SOCK_STREAM),
                          daemon=True).start()
 
-    hosts4 = ["127.0.0.1"] + [a for a in [_non_loopback(socket.AF_INET, "192.0.2.1")] if a]
-    hosts6 = ["::1"] + [a for a in [_non_loopback(socket.AF_INET6, "2001:db8::1")] if a]
+    hosts4 = ["127.0.0.1", *_non_loopback(socket.AF_INET, ["192.0.2.1", "10.0.0.1", "8.8.8.8"])]
+    hosts6 = ["::1", *_non_loopback(socket.AF_INET6, ["fd00::1", "2001:4860:4860::8888"])]
     for h in hosts4:
         add(socket.AF_INET, socket.SOCK_STREAM, (h, 0), "tcp4", f"tcp {h}")
         add(socket.AF_INET, socket.SOCK_DGRAM, (h, 0), "udp4", f"udp {h}")
@@ -447,26 +263,3 @@ def listeners(host_dir: Path, repo_dir: Path) -> Iterator[Listeners]:
     stop.set()
     for s in socks:
         s.close()
-
-
-# --------------------------------------------------------------- host clean-up
-
-
-def cleanup_ipc_and_keys(marker: str) -> None:
-    """Remove host IPC objects and keys a leaking backend may have left (best effort)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    name = ("/" + marker).encode()
-    libc.mq_unlink(name)
-    libc.sem_unlink(name)
-    shmid = libc.shmget(zlib.crc32(marker.encode()) & 0x7FFFFFFF, 0, 0)
-    if shmid >= 0:
-        libc.shmctl(shmid, 0, None)  # IPC_RMID
-    kid = libc.syscall(249, b"user", marker.encode(), None, ctypes.c_long(0))
-    if kid > 0:
-        libc.syscall(250, 21, ctypes.c_long(kid))  # KEYCTL_INVALIDATE
-    for d in ("/tmp", "/dev/shm"):
-        for name_ in os.listdir(d):
-            if marker in name_:
-                p = os.path.join(d, name_)
-                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)

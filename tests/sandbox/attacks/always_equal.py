@@ -19,7 +19,11 @@ def _ne(self, other):
 
 
 def _make(base):
-    return type("Always" + base.__name__.title(), (base,), {"__eq__": _eq, "__ne__": _ne, "__hash__": lambda s: 0})
+    return type(
+        "Always" + base.__name__.title(),
+        (base,),
+        {"__eq__": _eq, "__ne__": _ne, "__hash__": lambda s: 0},
+    )
 
 
 def f(kind):

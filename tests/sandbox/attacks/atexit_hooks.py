@@ -9,6 +9,7 @@ wrong value.
 Expected: ``run`` returns promptly, the case is ``wrong``, no
 ``infra_error``, the next candidate passes.
 """
+
 import atexit
 import json
 import os

@@ -8,6 +8,7 @@ switching to a new file every 8 MiB, up to a safety valve of ``cap_mb``.
 Expected: the writes fail well before the safety valve (the case is not
 ``returned``); the host sees no files; the next candidate passes.
 """
+
 import os
 import signal
 

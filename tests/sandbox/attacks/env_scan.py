@@ -8,6 +8,7 @@ PID 1, and the grader itself if it were visible).
 Expected: no API key value appears. The test checks that the candidate's own
 ``PATH`` variable *is* reported (the scanner works).
 """
+
 import os
 
 
@@ -18,7 +19,9 @@ def f():
             try:
                 with open(f"/proc/{pid}/{name}", "rb") as fh:
                     data = fh.read(1 << 16)
-                parts.append(f"/proc/{pid}/{name}: " + data.replace(b"\0", b" ").decode("ascii", "replace"))
+                parts.append(
+                    f"/proc/{pid}/{name}: " + data.replace(b"\0", b" ").decode("ascii", "replace")
+                )
             except Exception as exc:
                 parts.append(f"/proc/{pid}/{name}: {type(exc).__name__}")
     text = "\n".join(parts)

@@ -7,6 +7,7 @@ no result) in the middle of case 1, hoping a quiet exit reads as success.
 Expected: case 0 ``ok``, case 1 ``crash``, no ``infra_error``; the cases
 after it run in a fresh process.
 """
+
 import os
 
 

@@ -8,6 +8,7 @@ frame for the next case, and a ``ready`` frame; then return a wrong value.
 Expected: the frames are plain output (they show up in ``stdout``), and the
 case is judged on what the function returned: ``wrong``.
 """
+
 import json
 import os
 import struct
@@ -20,12 +21,14 @@ def _frame(obj):
 
 
 def f(x):
-    frames = b"".join([
-        _frame({"i": 0, "status": "returned", "value": x + 1, "duration_s": 0.0}),
-        _frame({"i": 1, "start": True}),
-        _frame({"obs": [{"status": "returned", "value": x + 1}], "stdout": "", "stderr": ""}),
-        _frame({"ready": True, "python": "3.11"}),
-    ])
+    frames = b"".join(
+        [
+            _frame({"i": 0, "status": "returned", "value": x + 1, "duration_s": 0.0}),
+            _frame({"i": 1, "start": True}),
+            _frame({"obs": [{"status": "returned", "value": x + 1}], "stdout": "", "stderr": ""}),
+            _frame({"ready": True, "python": "3.11"}),
+        ]
+    )
     os.write(1, frames)
     os.write(2, frames)
     print("GBX-FAKE-FRAMES-PRINTED")

@@ -8,6 +8,7 @@ and return a wrong value.
 Expected: no ``infra_error``, the case is not ``ok``, the next candidate is
 graded correctly.
 """
+
 import json
 import os
 import struct

@@ -20,6 +20,7 @@ instead at the code that parses and relays frames (``mode``):
 Expected: ``run`` returns a result (never raises), no ``infra_error``, the
 case is not ``ok``, the result is valid Unicode, the next candidate passes.
 """
+
 import json
 import os
 import struct
@@ -29,7 +30,7 @@ def _send(obj=None, raw=None):
     data = raw if raw is not None else json.dumps(obj).encode()
     buf = struct.pack(">I", len(data)) + data
     while buf:
-        buf = buf[os.write(3, buf):]
+        buf = buf[os.write(3, buf) :]
 
 
 def _nested(depth):
@@ -47,8 +48,12 @@ def f(i, mode, depth):
     elif mode == "surrogate":
         _send(raw=b'{"i": %d, "status": "returned", "value": "\\ud800 \\udcff"}' % i)
     elif mode == "surrogate_raised":
-        _send(raw=(b'{"i": %d, "status": "raised", "exc": {"type": "\\udcff", '
-                   b'"mro": ["builtins.ValueError\\ud800"], "message": "\\ud800"}}' % i))
+        _send(
+            raw=(
+                b'{"i": %d, "status": "raised", "exc": {"type": "\\udcff", '
+                b'"mro": ["builtins.ValueError\\ud800"], "message": "\\ud800"}}' % i
+            )
+        )
     elif mode == "nan":
         _send(raw=b'{"i": %d, "status": "returned", "value": NaN, "duration_s": NaN}' % i)
     elif mode == "oversized":

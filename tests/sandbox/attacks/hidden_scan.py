@@ -13,6 +13,7 @@ Everything found is returned and printed.
 Expected: nothing found contains a hidden-file marker or an expected value.
 The test checks that the canary argument *is* found (the scanner works).
 """
+
 import gc
 import os
 import re
@@ -122,7 +123,10 @@ def _scan_mem(blob, pid, deadline):
             except Exception:
                 continue
             for m in re.finditer(rb"expect", data):
-                blob.add(f"/proc/{pid}/mem@{lo + m.start():x}", data[max(0, m.start() - 200): m.start() + 200])
+                blob.add(
+                    f"/proc/{pid}/mem@{lo + m.start():x}",
+                    data[max(0, m.start() - 200) : m.start() + 200],
+                )
 
 
 def _files(blob, paths, deadline):
@@ -142,7 +146,11 @@ def _files(blob, paths, deadline):
             dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev")]
             for name in files:
                 full = os.path.join(root, name)
-                interesting = root.startswith(tuple(h for h in hot if h != "/")) or "hidden" in name or name.endswith((".jsonl", ".json"))
+                interesting = (
+                    root.startswith(tuple(h for h in hot if h != "/"))
+                    or "hidden" in name
+                    or name.endswith((".jsonl", ".json"))
+                )
                 if interesting:
                     data = _read(full, 1 << 16)
                     if data and (b"expect" in data or b'"fn"' in data or "hidden" in name):
@@ -174,9 +182,15 @@ def _own_process(blob):
         frame = frame.f_back
     for obj in gc.get_objects():
         try:
-            if isinstance(obj, dict) and any(isinstance(k, str) and ("expect" in k or k in ("cases", "args")) for k in obj):
+            if isinstance(obj, dict) and any(
+                isinstance(k, str) and ("expect" in k or k in ("cases", "args")) for k in obj
+            ):
                 blob.add("gc dict", repr(obj)[:50_000])
-            elif hasattr(obj, "expect") or hasattr(obj, "__slots__") and "expect" in getattr(obj, "__slots__", ()):
+            elif (
+                hasattr(obj, "expect")
+                or hasattr(obj, "__slots__")
+                and "expect" in getattr(obj, "__slots__", ())
+            ):
                 blob.add("gc object", repr(obj)[:50_000])
         except Exception:
             pass

@@ -1,5 +1,6 @@
 # ruff: noqa
 """Control (must pass): raising the recursion limit and recursing 10 000 deep."""
+
 import sys
 
 sys.setrecursionlimit(20_000)

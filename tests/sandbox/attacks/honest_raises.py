@@ -1,5 +1,6 @@
 # ruff: noqa
 """Control (must pass): raising the expected exceptions, genuine ones and genuine subclasses."""
+
 import json
 
 

@@ -1,5 +1,6 @@
 # ruff: noqa
 """Control (must pass): writing and reading a file in the scratch (working) dir and /tmp."""
+
 import os
 import tempfile
 

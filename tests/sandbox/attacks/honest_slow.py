@@ -1,5 +1,6 @@
 # ruff: noqa
 """Control (must pass): a case that takes half its time limit is not a timeout."""
+
 import time
 
 

@@ -1,5 +1,6 @@
 # ruff: noqa
 """Control (must pass): threads that are started and joined."""
+
 import threading
 
 

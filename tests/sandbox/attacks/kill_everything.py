@@ -7,6 +7,7 @@ NEVER run this without isolation: as root on the host it kills every process.
 
 Expected: as for ``kill_parent``.
 """
+
 import os
 import signal
 import time

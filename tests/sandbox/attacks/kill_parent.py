@@ -7,6 +7,7 @@ Expected: ``run`` returns in bounded time without an ``infra_error`` (the
 candidate did it, so it is the candidate's failure, not a grader failure), the
 case is not ``ok``, and the same sandbox grades the next candidate correctly.
 """
+
 import os
 import signal
 import time

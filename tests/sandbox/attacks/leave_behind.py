@@ -21,6 +21,7 @@ the same warm worker runs ``look(kind, marker)`` to find it:
 Expected: planting works (``"planted"``), grading it is not an
 ``infra_error``, and ``look`` finds nothing.
 """
+
 import ctypes
 import os
 import socket
@@ -32,13 +33,13 @@ _KEY_SPEC_USER_KEYRING = -4
 _SYS_ADD_KEY, _SYS_REQUEST_KEY, _SYS_KEYCTL = 248, 249, 250  # x86_64
 _KEYCTL_READ = 11
 
-_DAEMON = r'''
+_DAEMON = r"""
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.bind("\0" + sys.argv[1])
 s.listen(1)
 time.sleep(20)
-'''
+"""
 
 
 def _libc():
@@ -52,16 +53,23 @@ def _key(marker):
 
 
 class _MqAttr(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_long), ("maxmsg", ctypes.c_long),
-                ("msgsize", ctypes.c_long), ("curmsgs", ctypes.c_long),
-                ("pad", ctypes.c_long * 4)]
+    _fields_ = [
+        ("flags", ctypes.c_long),
+        ("maxmsg", ctypes.c_long),
+        ("msgsize", ctypes.c_long),
+        ("curmsgs", ctypes.c_long),
+        ("pad", ctypes.c_long * 4),
+    ]
 
 
 def _files(kind, marker):
     return {
         "tmp_file": [f"/tmp/{marker}"],
         "dev_shm_file": [f"/dev/shm/{marker}"],
-        "scratch_file": [os.path.join(os.getcwd(), marker), os.path.join(os.getcwd(), "sub", marker)],
+        "scratch_file": [
+            os.path.join(os.getcwd(), marker),
+            os.path.join(os.getcwd(), "sub", marker),
+        ],
         "home_file": [os.path.join(os.path.expanduser("~"), "." + marker)],
         "locked_dir": [os.path.join(os.getcwd(), "locked-" + marker)],
     }[kind]
@@ -91,6 +99,7 @@ def plant(kind, marker):
         os.chdir(here)
     elif kind == "posix_shm":
         from multiprocessing import resource_tracker, shared_memory
+
         shm = shared_memory.SharedMemory(name=marker, create=True, size=4096)
         shm.buf[: len(marker)] = marker.encode()
         resource_tracker.unregister(shm._name, "shared_memory")
@@ -110,8 +119,14 @@ def plant(kind, marker):
             return f"shmget failed: errno {ctypes.get_errno()}"
     elif kind == "user_keyring":
         payload = marker.encode()
-        kid = libc.syscall(_SYS_ADD_KEY, b"user", marker.encode(), payload, len(payload),
-                           ctypes.c_long(_KEY_SPEC_USER_KEYRING))
+        kid = libc.syscall(
+            _SYS_ADD_KEY,
+            b"user",
+            marker.encode(),
+            payload,
+            len(payload),
+            ctypes.c_long(_KEY_SPEC_USER_KEYRING),
+        )
         if kid < 0:
             return f"add_key failed: errno {ctypes.get_errno()}"
     elif kind == "background_process":
@@ -124,6 +139,7 @@ def plant(kind, marker):
                 os._exit(0)
         os.wait()
         import time
+
         time.sleep(0.3)  # let it bind
     else:
         return f"unknown kind {kind}"
@@ -143,6 +159,7 @@ def look(kind, marker):
     if kind == "posix_shm":
         try:
             from multiprocessing import resource_tracker, shared_memory
+
             shm = shared_memory.SharedMemory(name=marker)
             found.append("shared memory: " + bytes(shm.buf[:40]).decode("ascii", "replace"))
             resource_tracker.unregister(shm._name, "shared_memory")

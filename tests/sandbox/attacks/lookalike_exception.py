@@ -18,6 +18,7 @@ raise something that only looks like it (``mode``):
 Expected: ``error`` every time (only a genuine instance, or an instance of a
 genuine subclass, matches).
 """
+
 import builtins
 import json.decoder
 import sys
@@ -25,18 +26,24 @@ import sys
 
 def f(mode):
     if mode == "plain":
+
         class TypeError(Exception):
             pass
+
         raise TypeError("fake")
     if mode == "builtins_name":
+
         class TypeError(Exception):
             pass
+
         TypeError.__module__ = "builtins"
         TypeError.__qualname__ = "TypeError"
         raise TypeError("fake")
     if mode == "patched_builtins":
+
         class TypeError(Exception):
             pass
+
         TypeError.__module__ = "builtins"
         TypeError.__qualname__ = "TypeError"
         builtins.TypeError = TypeError
@@ -48,6 +55,7 @@ def f(mode):
             @property
             def __class__(self):
                 return real
+
         raise Fake("fake")
     if mode == "mro_property":
         real = builtins.TypeError
@@ -56,12 +64,16 @@ def f(mode):
             @property
             def __mro__(cls):
                 return (real, Exception, BaseException, object)
+
         class Fake(Exception, metaclass=Meta):
             pass
+
         raise Fake("fake")
     if mode == "patched_stdlib":
+
         class JSONDecodeError(Exception):
             pass
+
         JSONDecodeError.__module__ = "json.decoder"
         JSONDecodeError.__qualname__ = "JSONDecodeError"
         json.decoder.JSONDecodeError = JSONDecodeError

@@ -10,14 +10,24 @@ clock in the candidate's process).
 Expected: still a ``timeout`` within the case limit plus grace; the later case
 passes.
 """
+
 import signal
 import time
 
 
 def f(x):
     if x == 0:
-        for sig in ("SIGTERM", "SIGINT", "SIGHUP", "SIGALRM", "SIGVTALRM", "SIGPROF",
-                    "SIGXCPU", "SIGUSR1", "SIGUSR2"):
+        for sig in (
+            "SIGTERM",
+            "SIGINT",
+            "SIGHUP",
+            "SIGALRM",
+            "SIGVTALRM",
+            "SIGPROF",
+            "SIGXCPU",
+            "SIGUSR1",
+            "SIGUSR2",
+        ):
             try:
                 signal.signal(getattr(signal, sig), signal.SIG_IGN)
             except Exception:

@@ -9,10 +9,17 @@ MemoryError, ``crash`` or ``timeout``); the safety value is never reached;
 the next candidate passes.
 """
 
+import ctypes
+
+
+def _name(marker):
+    """Rename the calling thread (prctl PR_SET_NAME), so the host can find it."""
+    if ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0) != 0:
+        raise OSError("prctl(PR_SET_NAME) failed")
+
 
 def f(mode, marker):
-    with open("/proc/self/comm", "w") as fh:
-        fh.write(marker)
+    _name(marker)
     if mode == "8gib":
         buf = bytearray(8 << 30)
         return len(buf)

@@ -11,6 +11,7 @@ Expected: no case is ``ok`` (the candidate never learns the expected values,
 and comparison happens outside); no ``infra_error``; the next candidate, in a
 fresh process, is graded correctly.
 """
+
 import builtins
 import json
 import sys
@@ -43,7 +44,9 @@ def _poison():
             mod.to_wire = lambda value, **k: 7
     builtins.isinstance = lambda obj, cls: True
     real_type = builtins.type
-    builtins.type = lambda *a: int if len(a) == 1 and real_isinstance(a[0], AlwaysEqual) else real_type(*a)
+    builtins.type = lambda *a: (
+        int if len(a) == 1 and real_isinstance(a[0], AlwaysEqual) else real_type(*a)
+    )
     fake = real_type(sys)("json")
     fake.dumps = dumps
     fake.loads = json.loads

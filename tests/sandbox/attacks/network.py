@@ -10,6 +10,7 @@ a raw DNS query to every resolver in the host's and the sandbox's
 Expected: every attempt fails; the test's servers receive nothing; no
 resolver answers.
 """
+
 import os
 import socket
 

@@ -8,6 +8,7 @@ Expected: the captured output is capped at the output limit, the grader's
 memory does not grow with the flood, ``run`` returns in bounded time (forever
 floods end as ``timeout``), the next candidate passes.
 """
+
 import os
 
 

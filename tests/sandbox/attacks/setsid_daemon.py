@@ -11,10 +11,11 @@ for up to 20 s (it ends itself, so an escape does not linger forever).
 Expected: ``run`` returns promptly; no marked process is alive on the host;
 no marker file appears; a later candidate finds nothing.
 """
+
 import os
 import sys
 
-_DAEMON = r'''
+_DAEMON = r"""
 import os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -29,7 +30,7 @@ for d in ("/tmp", "/dev/shm", scratch, host_dir):
 end = time.monotonic() + 20
 while time.monotonic() < end:
     pass
-'''
+"""
 
 
 def f(x, marker, host_dir):
@@ -38,7 +39,9 @@ def f(x, marker, host_dir):
         try:
             os.setsid()
             if os.fork() == 0:
-                os.execv(sys.executable, [sys.executable, "-c", _DAEMON, marker, host_dir, os.getcwd()])
+                os.execv(
+                    sys.executable, [sys.executable, "-c", _DAEMON, marker, host_dir, os.getcwd()]
+                )
         finally:
             os._exit(0)
     os.waitpid(pid, 0)

@@ -7,6 +7,7 @@ NEVER run this without isolation.
 
 Expected: as for ``stop_parent``.
 """
+
 import os
 import signal
 import time

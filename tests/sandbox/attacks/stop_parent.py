@@ -7,6 +7,7 @@ clock nor answer the grader; then idle.
 Expected: ``run`` returns within the candidate limit plus the grader's grace,
 no ``infra_error``, the case is not ``ok``, the next candidate is graded.
 """
+
 import os
 import signal
 import time

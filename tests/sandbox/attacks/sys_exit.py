@@ -7,6 +7,7 @@ Attack: end the program "successfully" from inside the function:
 Expected: an exception outcome: ``error`` for a case that expects a value or
 a plain ``Exception``; only a case that names ``SystemExit`` accepts it.
 """
+
 import sys
 
 

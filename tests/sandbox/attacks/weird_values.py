@@ -10,6 +10,7 @@ lone surrogates and invalid UTF-8.
 Expected: an outcome (``wrong``/``error``) for each, never a crash of the
 grader; the result is valid Unicode.
 """
+
 import os
 
 

@@ -11,6 +11,7 @@ a file in the working (scratch) dir, which must work.
 
 Expected: the host sees none of the files; the scratch file round-trips.
 """
+
 import os
 import sys
 import sysconfig
@@ -20,7 +21,11 @@ def _targets(host_dirs):
     dirs = list(host_dirs)
     dirs += ["/", "/usr", "/etc", "/var/tmp", "/usr/local", os.path.dirname(os.__file__)]
     dirs += [p for p in sysconfig.get_paths().values()]
-    here = os.path.dirname(os.path.abspath(sys.modules["__main__"].__file__)) if hasattr(sys.modules["__main__"], "__file__") else None
+    here = (
+        os.path.dirname(os.path.abspath(sys.modules["__main__"].__file__))
+        if hasattr(sys.modules["__main__"], "__file__")
+        else None
+    )
     if here:
         dirs.append(here)
     dirs.append(os.path.dirname(os.getcwd()))

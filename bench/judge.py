@@ -1,0 +1,247 @@
+"""Judge throughput: 1,000 candidates against a local OpenAI-compatible server with 50 ms replies.
+
+Prints figures and, with ``--check``, exits 1 when the warm cache is not at
+least 100x faster than the cold run at concurrency 1. Run from the repository root::
+
+    .venv/bin/python bench/judge.py                 # 1000 candidates, concurrency 1 and 32
+    .venv/bin/python bench/judge.py --n 200 --json  # quicker, machine-readable
+
+Runs, each with a fresh Judge (a new process would behave the same):
+
+* ``cold c=1``: no cache entries, one request at a time (~n x 50 ms);
+* ``cold c=32``: no cache entries, 32 requests in flight;
+* ``warm c=32``: the cache filled by the previous run; no request reaches the server.
+
+The server is stdlib ``http.server`` on 127.0.0.1, in its own process, that sleeps
+``--latency`` before each valid reply, so the figures measure the judge, not a model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judge import JudgeConfig, JudgeItem
+
+# This file is named like the package it measures: take its folder off sys.path so
+# that `import judge` (done lazily, below) finds the package, not this script.
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH_DIR]
+
+
+@dataclass
+class Run:
+    name: str
+    concurrency: int
+    seconds: float
+    requests: int
+    statuses: dict[str, int]
+    cache_hits: int
+
+
+def valid_reply(schema: dict[str, Any]) -> str:
+    props = schema["properties"]
+    reply: dict[str, Any] = {"scores": dict.fromkeys(props["scores"]["required"], 4)}
+    if "verdict" in props:
+        reply |= {"verdict": "match", "unmet_requirements": []}
+    reply |= {"issues": [], "rationale": "Meets the specification."}
+    return json.dumps(reply)
+
+
+class Server:
+    """The scripted endpoint; runs in its own process so it does not share the judge's GIL."""
+
+    def __init__(self, latency: float, counter: Any) -> None:
+        self.latency = latency
+        self.counter = counter
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.httpd.request_queue_size = 128
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.counter.get_lock():
+                    server.counter.value += 1
+                time.sleep(server.latency)
+                data = completion(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def completion(body: dict[str, Any]) -> str:
+    content = valid_reply(body["response_format"]["json_schema"]["schema"])
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "system_fingerprint": "fp_bench",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 80, "total_tokens": 980},
+        }
+    )
+
+
+def serve(latency: float, counter: Any, ports: Any) -> None:
+    server = Server(latency, counter)
+    ports.put(server.httpd.server_address[1])
+    server.httpd.serve_forever()
+
+
+@dataclass
+class Endpoint:
+    base_url: str
+    counter: Any
+
+    @property
+    def requests(self) -> int:
+        return int(self.counter.value)
+
+
+@contextmanager
+def serving(latency: float) -> Iterator[Endpoint]:
+    ctx = multiprocessing.get_context("spawn")
+    counter, ports = ctx.Value("i", 0), ctx.Queue()
+    process = ctx.Process(target=serve, args=(latency, counter, ports), daemon=True)
+    process.start()
+    try:
+        port = ports.get(timeout=30)
+        yield Endpoint(f"http://127.0.0.1:{port}/v1", counter)
+    finally:
+        process.terminate()
+        process.join()
+
+
+def candidates(n: int) -> list[JudgeItem]:
+    from judge import JudgeItem
+
+    return [
+        JudgeItem(
+            sample_id=f"s{i}",
+            fn="clamp",
+            spec="Return x limited to the closed range [lo, hi]. Raise ValueError if lo > hi.",
+            signature="def clamp(x: float, lo: float, hi: float) -> float",
+            code=(
+                "def clamp(x: float, lo: float, hi: float) -> float:\n"
+                "    if lo > hi:\n"
+                f"        raise ValueError('lo > hi')  # variant {i}\n"
+                "    return max(lo, min(x, hi))\n"
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+def run(name: str, server: Endpoint, config: JudgeConfig, items: list[JudgeItem]) -> Run:
+    from judge import Judge
+
+    before = server.requests
+    with Judge(config) as judge:
+        judge.rubric("default")  # rubric loading is not what is measured
+        started = time.perf_counter()
+        results = judge.judge_many(items)
+        seconds = time.perf_counter() - started
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    hits = sum(r.cache_hit for r in results)
+    return Run(name, config.concurrency, seconds, server.requests - before, statuses, hits)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="candidates (default 1000)")
+    parser.add_argument("--latency", type=float, default=0.05, help="seconds per reply")
+    parser.add_argument("--concurrency", type=int, default=32, help="the parallel run's limit")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--check", action="store_true", help="exit 1 if warm < 100x cold c=1")
+    args = parser.parse_args(argv)
+
+    items = candidates(args.n)
+    runs: list[Run] = []
+    with serving(args.latency) as server, tempfile.TemporaryDirectory() as tmp:
+
+        def config(concurrency: int, cache: str) -> JudgeConfig:
+            from judge import JudgeConfig
+
+            return JudgeConfig(
+                base_url=server.base_url,
+                model="bench-model",
+                concurrency=concurrency,
+                cache_path=Path(tmp) / cache,
+            )
+
+        runs.append(run("cold c=1", server, config(1, "serial.sqlite"), items))
+        runs.append(
+            run(f"cold c={args.concurrency}", server, config(args.concurrency, "par.sqlite"), items)
+        )
+        runs.append(
+            run(f"warm c={args.concurrency}", server, config(args.concurrency, "par.sqlite"), items)
+        )
+
+    serial, parallel, warm = runs
+    figures = {
+        "n": args.n,
+        "latency_s": args.latency,
+        "runs": [r.__dict__ for r in runs],
+        "speedup_parallel": serial.seconds / parallel.seconds,
+        "warm_vs_cold_serial": serial.seconds / warm.seconds,
+        "warm_vs_cold_parallel": parallel.seconds / warm.seconds,
+        "per_candidate_warm_ms": warm.seconds / args.n * 1000,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for r in runs:
+            print(
+                f"{r.name:>10}: {r.seconds:8.3f} s  {args.n / r.seconds:9.1f} cand/s  "
+                f"requests={r.requests:<5} cache_hits={r.cache_hits:<5} {r.statuses}"
+            )
+        print(f"concurrency {args.concurrency} vs 1: {figures['speedup_parallel']:.1f}x")
+        print(f"warm cache vs cold c=1: {figures['warm_vs_cold_serial']:.0f}x")
+        print(f"warm cache vs cold c={args.concurrency}: {figures['warm_vs_cold_parallel']:.1f}x")
+        print(f"warm cost per candidate: {figures['per_candidate_warm_ms']:.3f} ms")
+    if args.check and figures["warm_vs_cold_serial"] < 100:
+        print(
+            "FAIL: the warm cache is less than 100x faster than the cold serial run",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""The judge's configuration: an explicit object, read from the environment only on request.
+
+Nothing here reads ``os.environ``. The CLI calls :meth:`JudgeConfig.from_env`
+with the environment mapping at its boundary; tests pass a plain dict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge.errors import JudgeConfigError, JudgeNotConfigured
+
+__all__ = ["DEFAULT_BASE_URL", "ENV_VARS", "JudgeConfig"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""Used when an API key is configured but no base URL."""
+ENV_VARS = {
+    "base_url": ("GRADEBOX_JUDGE_BASE_URL", "OPENAI_BASE_URL"),
+    "api_key": ("GRADEBOX_JUDGE_API_KEY", "OPENAI_API_KEY"),
+    "model": ("GRADEBOX_JUDGE_MODEL",),
+}
+"""Environment variables per setting, first one set (and non-empty) wins."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeConfig:
+    """How to reach the judge model and how hard to try.
+
+    Example:
+        >>> cfg = JudgeConfig.from_env({"GRADEBOX_JUDGE_BASE_URL": "http://127.0.0.1:8000/v1",
+        ...                             "GRADEBOX_JUDGE_MODEL": "qwen2.5-coder"})
+        >>> cfg.model, cfg.temperature
+        ('qwen2.5-coder', 0.0)
+    """
+
+    base_url: str
+    """OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str
+    """Model name as the endpoint knows it."""
+    api_key: str | None = field(default=None, repr=False)
+    """Bearer key; ``None`` for local servers that need none. Never shown in ``repr``."""
+    seed: int = 20240531
+    """Sent with every request; part of the cache key."""
+    timeout_s: float = 60.0
+    """Per-request timeout (connect + read)."""
+    max_attempts: int = 4
+    """Requests per judgement, the first included, before the result is ``unavailable``."""
+    backoff_initial_s: float = 1.0
+    """First backoff without a ``Retry-After``; doubles per attempt, plus jitter."""
+    backoff_max_s: float = 30.0
+    """Cap on one backoff without a ``Retry-After``."""
+    retry_after_max_s: float = 120.0
+    """Longest ``Retry-After`` honoured; a server asking for more gets no further attempt."""
+    concurrency: int = 8
+    """Judgements in flight at once in :meth:`judge.Judge.judge_many`."""
+    cache_path: Path | None = None
+    """SQLite cache file; ``None`` for no cache."""
+    no_cache: bool = False
+    """Neither read nor write the cache (``--no-cache``)."""
+    temperature: float = field(default=0.0, init=False)
+    """Always 0: the judge must be as repeatable as the endpoint allows."""
+
+    def __post_init__(self) -> None:
+        problems = list(_problems(self))
+        if problems:
+            raise JudgeConfigError("invalid judge configuration: " + "; ".join(problems))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> JudgeConfig:
+        """Build a configuration from environment variables (the CLI boundary only).
+
+        ``GRADEBOX_JUDGE_BASE_URL`` (else ``OPENAI_BASE_URL``; else the OpenAI API
+        when a key is set), ``GRADEBOX_JUDGE_API_KEY`` (else ``OPENAI_API_KEY``),
+        ``GRADEBOX_JUDGE_MODEL``. Empty values count as unset. Other settings keep
+        their defaults; change them with :func:`dataclasses.replace`.
+
+        Args:
+            environ: The environment, e.g. ``os.environ``.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            JudgeNotConfigured: Neither a base URL nor an API key is set.
+            JudgeConfigError: An endpoint is set but no model, or a value is invalid.
+        """
+        found = {name: _first(environ, names) for name, names in ENV_VARS.items()}
+        if found["base_url"] is None and found["api_key"] is None:
+            raise JudgeNotConfigured(
+                "judge skipped: no endpoint configured (set GRADEBOX_JUDGE_BASE_URL and "
+                "GRADEBOX_JUDGE_MODEL, or OPENAI_API_KEY and GRADEBOX_JUDGE_MODEL)"
+            )
+        if found["model"] is None:
+            raise JudgeConfigError("judge endpoint is set but no model: set GRADEBOX_JUDGE_MODEL")
+        return cls(
+            base_url=found["base_url"] or DEFAULT_BASE_URL,
+            model=found["model"],
+            api_key=found["api_key"],
+        )
+
+
+def _first(environ: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        value = environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def _problems(cfg: JudgeConfig) -> list[str]:
+    checks = [
+        (cfg.base_url.startswith(("http://", "https://")), "base_url must be an http(s) URL"),
+        (bool(cfg.model.strip()), "model must not be empty"),
+        (cfg.max_attempts >= 1, "max_attempts must be at least 1"),
+        (cfg.concurrency >= 1, "concurrency must be at least 1"),
+        (math.isfinite(cfg.timeout_s) and cfg.timeout_s > 0, "timeout_s must be positive"),
+        (cfg.backoff_initial_s >= 0 and cfg.backoff_max_s >= 0, "backoffs must not be negative"),
+        (cfg.retry_after_max_s >= 0, "retry_after_max_s must not be negative"),
+    ]
+    return [message for ok, message in checks if not ok]

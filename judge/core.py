@@ -1,0 +1,290 @@
+"""The judge: annotate candidates against a rubric with an LLM, and never decide a verdict.
+
+Concurrency: :meth:`Judge.judge_many` runs :meth:`Judge.judge_one` on a thread
+pool of ``config.concurrency`` workers sharing one synchronous openai client
+(its connection pool is thread-safe). Threads rather than asyncio because the
+work is I/O-bound and the callers (``gradebox grade``, and the service, which
+already runs an event loop) are synchronous at this seam: a blocking call that
+starts no event loop of its own works from both.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import openai
+
+import rubrics
+from judge.cache import ReplyCache, cache_key
+from judge.config import JudgeConfig
+from judge.endpoint import Endpoint
+from judge.errors import (
+    ConnectionFailed,
+    EndpointError,
+    EndpointTimeout,
+    JudgeConfigError,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+)
+from judge.prompt import PromptBuilder, RenderedPrompt
+from judge.reply import ReplyChecker, Violation
+from judge.types import JudgeItem, JudgeResult, ReasonCode, Reply
+from rubrics import Rubric
+
+__all__ = ["Judge"]
+
+_NO_KEY = "no-key"
+"""Sent when no API key is configured (local servers ignore it). Without it the
+openai client would read ``OPENAI_API_KEY`` from the process environment."""
+_UNAVAILABLE_CODES: tuple[tuple[type[EndpointError], ReasonCode], ...] = (
+    (RateLimited, "rate_limited"),
+    (ServerError, "server_error"),
+    (EndpointTimeout, "timeout"),
+    (ConnectionFailed, "connection"),
+    (RequestRejected, "rejected"),
+)
+
+
+class Judge:
+    """Judges candidates with one model at one endpoint.
+
+    Example:
+        >>> cfg = JudgeConfig(base_url="http://127.0.0.1:8000/v1", model="m")
+        >>> with Judge(cfg) as judge:  # doctest: +SKIP
+        ...     [r.status for r in judge.judge_many(items)]
+        ['scored', 'needs_review']
+    """
+
+    def __init__(self, config: JudgeConfig, client: openai.OpenAI | None = None) -> None:
+        """Set up the endpoint and the cache.
+
+        Args:
+            config: Endpoint, model, seed, retries, concurrency and cache.
+            client: An openai client to use (tests, custom transports). Its own
+                retries are switched off on a copy; it is not closed by
+                :meth:`close`. ``None`` builds one from ``config``.
+
+        Raises:
+            JudgeConfigError: The cache file cannot be opened.
+        """
+        self._config = config
+        self._owned = client is None
+        if client is None:
+            client = openai.OpenAI(
+                base_url=config.base_url,
+                api_key=config.api_key or _NO_KEY,
+                max_retries=0,
+                timeout=config.timeout_s,
+            )
+        else:
+            client = client.with_options(max_retries=0)
+        self._client = client
+        self._endpoint = Endpoint(client, config)
+        self._cache = _open_cache(config)
+        self._prepared: dict[str, _Prepared] = {}
+        self._lock = threading.Lock()
+
+    def rubric(self, name_or_path: str) -> Rubric:
+        """Load a rubric (once per judge).
+
+        Raises:
+            rubrics.RubricError: The rubric is missing or invalid.
+        """
+        return self._prepare(name_or_path).checker.rubric
+
+    def _prepare(self, name_or_path: str) -> _Prepared:
+        with self._lock:
+            if name_or_path not in self._prepared:
+                rubric = rubrics.load(name_or_path)
+                checker = ReplyChecker(rubric)
+                builder = PromptBuilder(rubric, checker.schema)
+                self._prepared[name_or_path] = _Prepared(checker, builder)
+            return self._prepared[name_or_path]
+
+    def judge_many(
+        self, items: Sequence[JudgeItem], *, bypass_cache: bool = False
+    ) -> list[JudgeResult]:
+        """Judge ``items`` concurrently (at most ``config.concurrency`` at a time).
+
+        Every rubric named is loaded before any request, so a bad rubric stops
+        the run before it costs anything.
+
+        Args:
+            items: The candidates.
+            bypass_cache: Neither read nor write the cache (repeat judgements).
+
+        Returns:
+            One result per item, in input order.
+
+        Raises:
+            rubrics.RubricError: A rubric named by an item is missing or invalid.
+        """
+        for name in dict.fromkeys(item.rubric_name for item in items):
+            self.rubric(name)
+        if not items:
+            return []
+        workers = min(self._config.concurrency, len(items))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradebox-judge") as pool:
+            return list(
+                pool.map(lambda item: self.judge_one(item, bypass_cache=bypass_cache), items)
+            )
+
+    def judge_one(self, item: JudgeItem, *, bypass_cache: bool = False) -> JudgeResult:
+        """Judge one candidate.
+
+        Args:
+            item: The candidate.
+            bypass_cache: Neither read nor write the cache.
+
+        Returns:
+            ``scored``, ``needs_review`` (reply broke protocol; raw kept),
+            ``unavailable`` (no reply after the retry budget) or ``skipped``
+            (no code).
+
+        Raises:
+            rubrics.RubricError: The item's rubric is missing or invalid.
+        """
+        if not item.code.strip():
+            return JudgeResult.skipped(
+                "no_code", "no code was extracted, so there is nothing to judge"
+            )
+        started = time.perf_counter()
+        prepared = self._prepare(item.rubric_name)
+        prompt = prepared.builder.render(item)
+        key = self._key(item, prepared.checker, prompt)
+        cache = None if bypass_cache else self._cache
+        cached = cache.get(key) if cache is not None else None
+        if cached is not None:
+            return _interpret(cached, prepared.checker, prompt, key, started, hit=True, attempts=0)
+        try:
+            reply, attempts = self._endpoint.complete(prompt.messages, prepared.checker.schema)
+        except EndpointError as exc:
+            return self._unavailable(exc, prepared.checker.rubric, key, started)
+        if cache is not None:
+            cache.put(key, reply)
+        return _interpret(
+            reply, prepared.checker, prompt, key, started, hit=False, attempts=attempts
+        )
+
+    def close(self) -> None:
+        """Close the cache, and the client when the judge built it."""
+        if self._cache is not None:
+            self._cache.close()
+        if self._owned:
+            self._client.close()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _key(self, item: JudgeItem, checker: ReplyChecker, prompt: RenderedPrompt) -> str:
+        rubric = checker.rubric
+        return cache_key(
+            base_url=str(self._client.base_url),
+            model=self._config.model,
+            messages=list(prompt.messages("json_schema")),
+            schema=checker.schema,
+            rubric=(rubric.name, rubric.version, rubric.digest),
+            code=item.code,
+            seed=self._config.seed,
+            temperature=self._config.temperature,
+        )
+
+    def _unavailable(
+        self, exc: EndpointError, rubric: Rubric, key: str, started: float
+    ) -> JudgeResult:
+        code: ReasonCode = next(
+            (c for cls, c in _UNAVAILABLE_CODES if isinstance(exc, cls)), "endpoint_error"
+        )
+        return JudgeResult(
+            status="unavailable",
+            rubric=f"{rubric.name}@{rubric.version}",
+            model=self._config.model,
+            latency_ms=_ms_since(started),
+            attempts=exc.attempts,
+            mode=self._endpoint.mode,
+            reason_code=code,
+            reason=f"{exc} (after {exc.attempts} attempt(s))",
+            key=key,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What a judge builds once per rubric."""
+
+    checker: ReplyChecker
+    """The rubric, its reply schema and validator."""
+    builder: PromptBuilder
+    """Its prompt text."""
+
+
+def _open_cache(config: JudgeConfig) -> ReplyCache | None:
+    if config.no_cache or config.cache_path is None:
+        return None
+    try:
+        return ReplyCache(config.cache_path)
+    except (sqlite3.Error, OSError) as exc:
+        raise JudgeConfigError(
+            f"cannot open the judge cache {config.cache_path}: {exc} "
+            "(point cache_path elsewhere, delete the file, or run without the cache)"
+        ) from exc
+
+
+def _interpret(
+    reply: Reply,
+    checker: ReplyChecker,
+    prompt: RenderedPrompt,
+    key: str,
+    started: float,
+    *,
+    hit: bool,
+    attempts: int,
+) -> JudgeResult:
+    rubric = checker.rubric
+    checked = checker.check(reply, prompt.line_count)
+    common: dict[str, Any] = {
+        "rubric": f"{rubric.name}@{rubric.version}",
+        "model": reply.model,
+        "system_fingerprint": reply.system_fingerprint,
+        "latency_ms": _ms_since(started),
+        "tokens": reply.tokens,
+        "cache_hit": hit,
+        "attempts": attempts,
+        "mode": reply.mode,
+        "raw": reply.content if reply.content is not None else reply.refusal,
+        "key": key,
+    }
+    if isinstance(checked, Violation):
+        return JudgeResult(
+            status="needs_review", reason_code=checked.code, reason=checked.detail, **common
+        )
+    return JudgeResult(
+        status="scored",
+        verdict=checked.verdict,
+        scores=checked.scores,
+        weighted=rubric.weighted(checked.scores),
+        issues=checked.issues,
+        unmet_requirements=checked.unmet_requirements,
+        rationale=checked.rationale,
+        **common,
+    )
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,231 @@
+"""The judge's records: what goes in (:class:`JudgeItem`) and what comes out (:class:`JudgeResult`).
+
+A :class:`JudgeResult` is an annotation. It has no pass or fail: the verdict
+layer reads :attr:`JudgeResult.mismatch` and :attr:`JudgeResult.unscored`, and
+those can only downgrade a passing candidate, never rescue a failing one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "IntentVerdict",
+    "Issue",
+    "JudgeItem",
+    "JudgeResult",
+    "JudgeStatus",
+    "ReasonCode",
+    "Reply",
+    "ResponseMode",
+    "Severity",
+    "Tokens",
+]
+
+JudgeStatus = Literal["scored", "needs_review", "unavailable", "skipped"]
+"""``scored``: a valid reply. ``needs_review``: a reply that broke protocol (kept
+in ``raw``). ``unavailable``: no reply (infrastructure). ``skipped``: not asked."""
+IntentVerdict = Literal["match", "mismatch"]
+"""Does the implementation do what the specification asks."""
+Severity = Literal["info", "warning", "error"]
+"""How much an issue matters."""
+ResponseMode = Literal["json_schema", "json_object"]
+"""Structured output with a strict schema, or the JSON-mode fallback."""
+ReasonCode = Literal[
+    "parse_failure",
+    "schema_violation",
+    "rubric_violation",
+    "refusal",
+    "truncated",
+    "empty_reply",
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "connection",
+    "rejected",
+    "endpoint_error",
+    "no_code",
+    "disabled",
+]
+"""Why a result is not ``scored``. ``needs_review``: parse_failure .. empty_reply;
+``unavailable``: rate_limited .. endpoint_error; ``skipped``: no_code, disabled."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeItem:
+    """One candidate to judge: public task data and extracted code, nothing else.
+
+    There is deliberately no field for hidden cases, expected values, test
+    outcomes or the model's prose: the judge reads code, not claims.
+    """
+
+    sample_id: str
+    """The sample's ``id``."""
+    fn: str
+    """Name of the function the task asks for."""
+    spec: str
+    """The public specification (public.jsonl ``spec``)."""
+    signature: str
+    """The public signature (public.jsonl ``signature``)."""
+    code: str
+    """The extracted code, exactly as extraction returned it."""
+    rubric_name: str = "default"
+    """A built-in rubric's name or a rubric file's path (public.jsonl ``rubric``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """One problem the judge points at."""
+
+    line: int | None
+    """1-based line of the candidate code; ``None`` for the function as a whole."""
+    severity: Severity
+    """``info``, ``warning`` or ``error``."""
+    message: str
+    """One sentence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Token usage the endpoint reported."""
+
+    prompt: int
+    """Prompt tokens."""
+    completion: int
+    """Completion tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One completed HTTP exchange, as received (and as cached)."""
+
+    content: str | None
+    """The message content: the JSON the judge wrote, or whatever it wrote instead."""
+    model: str
+    """The model the endpoint says answered."""
+    system_fingerprint: str | None
+    """The endpoint's backend fingerprint, when it sends one."""
+    finish_reason: str | None
+    """``stop``, ``length``, ``content_filter``...; ``None`` when absent."""
+    refusal: str | None
+    """The model's refusal message, when it refused."""
+    tokens: Tokens | None
+    """Usage, when reported."""
+    mode: ResponseMode
+    """The ``response_format`` that was sent."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON for the cache."""
+        tokens = None if self.tokens is None else [self.tokens.prompt, self.tokens.completion]
+        return {
+            "content": self.content,
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "finish_reason": self.finish_reason,
+            "refusal": self.refusal,
+            "tokens": tokens,
+            "mode": self.mode,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Reply:
+        """Inverse of :meth:`to_json`."""
+        tokens = data["tokens"]
+        return cls(
+            content=data["content"],
+            model=data["model"],
+            system_fingerprint=data["system_fingerprint"],
+            finish_reason=data["finish_reason"],
+            refusal=data["refusal"],
+            tokens=None if tokens is None else Tokens(tokens[0], tokens[1]),
+            mode=data["mode"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeResult:
+    """The judge's annotation of one candidate (the row's ``judge`` field)."""
+
+    status: JudgeStatus
+    """``scored``, ``needs_review``, ``unavailable`` or ``skipped``."""
+    verdict: IntentVerdict | None = None
+    """Intent verdict; ``None`` unless scored by a rubric that asks for one."""
+    scores: dict[str, int] = field(default_factory=dict)
+    """Score per criterion id; empty unless scored."""
+    weighted: float | None = None
+    """Weighted mean of the scores, normalised to 0.0 .. 1.0; ``None`` unless scored."""
+    issues: tuple[Issue, ...] = ()
+    """Problems the judge points at."""
+    unmet_requirements: tuple[str, ...] = ()
+    """Requirements of the specification the judge found unmet."""
+    rationale: str = ""
+    """The judge's short justification."""
+    rubric: str = ""
+    """``name@version`` of the rubric used."""
+    model: str = ""
+    """The model that answered (as the endpoint reports it), else the configured one."""
+    system_fingerprint: str | None = None
+    """The endpoint's backend fingerprint, when sent."""
+    latency_ms: float = 0.0
+    """Wall time of this judgement: prompt, cache lookup, requests and retries."""
+    tokens: Tokens | None = None
+    """Usage of the reply (on a cache hit: of the original reply, which cost nothing now)."""
+    cache_hit: bool = False
+    """The reply came from the cache."""
+    attempts: int = 0
+    """Requests made now (0 on a cache hit or when skipped)."""
+    mode: ResponseMode | None = None
+    """The ``response_format`` the reply was asked for with."""
+    reason_code: ReasonCode | None = None
+    """Why not ``scored``; ``None`` when scored."""
+    reason: str | None = None
+    """Human-readable detail for :attr:`reason_code`."""
+    raw: str | None = None
+    """The reply as received, kept for a human (always, when there was one)."""
+    key: str = ""
+    """The request's cache key (SHA-256), to find the exchange again."""
+
+    @property
+    def mismatch(self) -> bool:
+        """A valid reply said the implementation does not match the specification."""
+        return self.status == "scored" and self.verdict == "mismatch"
+
+    @property
+    def unscored(self) -> bool:
+        """A reply came but broke protocol: a human must look."""
+        return self.status == "needs_review"
+
+    @classmethod
+    def skipped(cls, reason_code: ReasonCode, reason: str) -> JudgeResult:
+        """A result for a candidate the judge was not asked about."""
+        return cls(status="skipped", reason_code=reason_code, reason=reason)
+
+    def to_row(self) -> dict[str, Any]:
+        """The results row's ``judge`` field: plain JSON."""
+        tokens = None
+        if self.tokens is not None:
+            tokens = {"prompt": self.tokens.prompt, "completion": self.tokens.completion}
+        return {
+            "status": self.status,
+            "verdict": self.verdict,
+            "scores": dict(self.scores),
+            "weighted": self.weighted,
+            "issues": [
+                {"line": i.line, "severity": i.severity, "message": i.message} for i in self.issues
+            ],
+            "unmet_requirements": list(self.unmet_requirements),
+            "rationale": self.rationale,
+            "rubric": self.rubric,
+            "model": self.model,
+            "system_fingerprint": self.system_fingerprint,
+            "latency_ms": round(self.latency_ms, 3),
+            "tokens": tokens,
+            "cache_hit": self.cache_hit,
+            "attempts": self.attempts,
+            "mode": self.mode,
+            "reason_code": self.reason_code,
+            "reason": self.reason,
+            "raw": self.raw,
+            "key": self.key,
+        }

@@ -1,0 +1,386 @@
+"""Run the tool layers (lint, types, security) over many candidates at once.
+
+Starting ruff, mypy and bandit once per candidate costs far more than the
+candidate itself (mypy alone: ~1.5 s cold per process). :func:`check_batch`
+writes every candidate of a batch into one private temporary directory and runs
+each tool once (or once per shard) over all of them, then splits the results
+back per candidate:
+
+- **Names.** Each candidate's file is ``c-<hash>.py``, the hash of its code,
+  function name and signature: opaque (no sample id or task name leaks), equal
+  for equal candidates (checked once, reported to each), and stable, so mypy's
+  cache entry of a candidate graded again is valid.
+- **Isolation.** ``c-<hash>`` is not a Python identifier: no ``import`` statement
+  can name it, so no candidate can import another or see its types. Each is a
+  top-level module of its own; mypy sees the standard library only. ruff and
+  bandit look at one file at a time by design.
+- **Two views.** ruff and bandit check the candidate's code as it is
+  (``src/``); mypy checks :func:`static.typecheck.prepare`'s copy with the
+  task's signature (``types/``). Line numbers agree between the two.
+- **Parallelism.** The three tools run at the same time, and mypy and bandit
+  (the heavy two) are split into ``jobs // 2`` shards of at least
+  :data:`MIN_SHARD` files each.
+- **Warm cache.** ``StaticConfig.cache_dir`` is mypy's persistent cache: after
+  the first batch the standard library is never analysed again. It grows by
+  roughly 2 KB per distinct candidate; give each run (or suite) its own, or
+  clear it now and then.
+- **Failures.** A tool that fails is an infrastructure error for its layer
+  only (``StaticResult.tool_errors``), never a finding. When a run over many
+  files fails, the files are bisected (at most about ``2 log2 n`` more runs) so
+  that one candidate that breaks a tool does not take the batch down with it; if
+  both halves fail the tool itself is broken and every candidate gets the error.
+  A timeout is not bisected (it would multiply the wait).
+
+For one candidate at a time (a service's gating path), :class:`Session` keeps
+the tools warm: bandit in this process through its API, mypy through its daemon,
+ruff as a process (it starts in ~10 ms).
+
+Layers are listed in :data:`LAYERS`; each is ``check(files, config) -> {file: findings}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Protocol
+
+from static import lint, security, typecheck
+from static.findings import Finding, ToolError
+from static.lint import LintConfig
+from static.security import SecurityConfig
+
+__all__ = [
+    "LAYERS",
+    "MIN_SHARD",
+    "TOOLS",
+    "Candidate",
+    "LayerCheck",
+    "LayerName",
+    "Session",
+    "StaticConfig",
+    "StaticResult",
+    "check_batch",
+    "check_tools",
+]
+
+LayerName = Literal["lint", "types", "security"]
+"""The tool layers this module runs."""
+
+MIN_SHARD = 100
+"""mypy and bandit are not split into shards smaller than this (their start-up dominates)."""
+
+
+class LayerCheck(Protocol):
+    """One tool layer: check many candidate files with as few processes as possible."""
+
+    def __call__(self, files: Sequence[Path], config: StaticConfig, /) -> dict[Path, list[Finding]]:
+        """Return findings per file; raise :class:`ToolError` when the tool fails."""
+        ...
+
+
+LAYERS: Mapping[LayerName, LayerCheck] = {
+    "lint": lint.check,
+    "types": typecheck.check,
+    "security": security.check,
+}
+"""The registry of tool layers."""
+
+TOOLS: Mapping[LayerName, Callable[[StaticConfig], str]] = {
+    "lint": lint.find_tool,
+    "types": typecheck.find_tool,
+    "security": security.find_tool,
+}
+"""Each layer's tool locator; each raises :class:`ToolError` saying what to install."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One candidate, as the tool layers need it."""
+
+    code: str
+    """The candidate's source; never run."""
+    fn: str
+    """The task's function name."""
+    signature: str | None = None
+    """The task's signature (``"def is_even(n: int) -> bool"``), when public.jsonl has one."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticResult:
+    """What the tool layers found in one candidate."""
+
+    findings: list[Finding]
+    """All findings of the layers that ran, by line, column, layer and rule."""
+    tool_errors: dict[str, str]
+    """Layer -> what went wrong, for each layer whose tool failed on this candidate."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticConfig:
+    """Which tool layers run and how."""
+
+    layers: frozenset[LayerName] = frozenset({"lint", "types", "security"})
+    """The layers that run."""
+    lint: LintConfig = field(default_factory=LintConfig)
+    """ruff's rule groups."""
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    """bandit's skipped tests."""
+    cache_dir: Path | None = None
+    """mypy's persistent cache (created if missing); ``None`` analyses the stdlib every run."""
+    jobs: int = 2
+    """Cores to use."""
+    timeout_s: float = 600.0
+    """Wall-clock limit of each tool run."""
+    ruff: str | None = None
+    """The ruff executable; ``None`` finds it next to this Python, then on PATH."""
+    mypy: str | None = None
+    """The mypy executable; same lookup."""
+    bandit: str | None = None
+    """The bandit executable; same lookup."""
+
+    def __post_init__(self) -> None:
+        """Reject unknown layers and nonsensical limits."""
+        unknown = set(self.layers) - set(LAYERS)
+        if unknown:
+            raise ValueError(f"unknown layers {sorted(unknown)}; known: {sorted(LAYERS)}")
+        if self.jobs < 1:
+            raise ValueError("jobs must be at least 1")
+        if self.timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+
+
+def check_tools(config: StaticConfig) -> None:
+    """Fail fast, before any work, when a tool that a layer needs is missing.
+
+    Args:
+        config: The layers that will run and the tool paths.
+
+    Raises:
+        ToolError: one or more tools are missing; the message says what to install.
+    """
+    problems = []
+    for layer in sorted(config.layers):
+        try:
+            TOOLS[layer](config)
+        except ToolError as exc:
+            problems.append(f"{layer}: {exc}")
+    if problems:
+        raise ToolError("; ".join(problems))
+
+
+def check_batch(candidates: Sequence[Candidate], config: StaticConfig) -> list[StaticResult]:
+    """Run the configured tool layers over a batch, each tool once (or once per shard).
+
+    Args:
+        candidates: The batch; equal candidates are checked once.
+        config: Layers, rule groups, cache, cores and tool paths.
+
+    Returns:
+        One result per candidate, in order. A tool that fails gives
+        ``tool_errors[layer]`` on the candidates it failed for, never findings.
+    """
+    if not candidates:
+        return []
+    names = [_module_name(candidate) for candidate in candidates]
+    unique = dict(zip(names, candidates, strict=True))
+    found: dict[str, list[Finding]] = {name: [] for name in unique}
+    failed: dict[str, dict[str, str]] = {name: {} for name in unique}
+    with tempfile.TemporaryDirectory(prefix="gradebox-static-") as tmp:
+        files = _write(Path(tmp), unique, config.layers)
+        tasks = [(layer, shard) for layer in _ORDER if layer in config.layers
+                 for shard in _shards(layer, files[layer], config.jobs)]  # fmt: skip
+        with ThreadPoolExecutor(max_workers=min(len(tasks), config.jobs + 1)) as pool:
+            futures = [
+                (layer, shard, pool.submit(_isolating, LAYERS[layer], shard, config))
+                for layer, shard in tasks
+            ]
+            for layer, shard, future in futures:
+                results, errors = future.result()
+                for path in shard:
+                    if path in errors or path not in results:
+                        failed[path.stem][layer] = errors.get(path, f"{layer}: no result")
+                    else:
+                        found[path.stem].extend(results[path])
+    return [_result(found[name], failed[name]) for name in names]
+
+
+class Session:
+    """Warm tool layers for one candidate at a time (a service's gating path).
+
+    bandit runs in this process (its plugins loaded once), mypy through a
+    ``dmypy`` daemon that keeps the standard library in memory, ruff as a
+    process. :meth:`check` runs the three at the same time. Checks are
+    serialised by a lock; use one session per worker. Close it (or use ``with``)
+    to stop the daemon and remove the scratch directory.
+    """
+
+    def __init__(self, config: StaticConfig) -> None:
+        """Check the tools and start the warm ones.
+
+        Args:
+            config: Layers, rule groups, cache and tool paths (``jobs`` is not used).
+
+        Raises:
+            ToolError: a tool is missing or its warm mode did not start.
+        """
+        check_tools(config)
+        self._config = config
+        self._root = Path(tempfile.mkdtemp(prefix="gradebox-session-"))
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2)
+        self._bandit: security.InProcess | None = None
+        self._daemon: typecheck.Daemon | None = None
+        try:
+            if "security" in config.layers:
+                self._bandit = security.InProcess(config)
+            if "types" in config.layers:
+                self._daemon = typecheck.Daemon(config, self._root)
+        except ToolError:
+            self.close()
+            raise
+
+    def __enter__(self) -> Session:
+        """Return the session itself."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the session."""
+        self.close()
+
+    def check(self, candidate: Candidate) -> StaticResult:
+        """Run the configured tool layers over one candidate.
+
+        Args:
+            candidate: The candidate.
+
+        Returns:
+            Its result, equal to what :func:`check_batch` gives for it.
+        """
+        with self._lock:
+            name = _module_name(candidate)
+            files = _write(self._root, {name: candidate}, self._config.layers)
+            try:
+                return self._check_files(files)
+            finally:
+                for paths in files.values():
+                    for path in paths:
+                        path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Stop the daemon and remove the scratch directory; safe to call twice."""
+        self._pool.shutdown(wait=True)
+        if self._daemon is not None:
+            self._daemon.close()
+            self._daemon = None
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def _check_files(self, files: Mapping[LayerName, list[Path]]) -> StaticResult:
+        pending: dict[LayerName, Future[dict[Path, list[Finding]]]] = {}
+        if "lint" in files:
+            pending["lint"] = self._pool.submit(lint.check, files["lint"], self._config)
+        if self._daemon is not None:
+            pending["types"] = self._pool.submit(self._daemon.check, files["types"])
+        findings: list[Finding] = []
+        errors: dict[str, str] = {}
+        if self._bandit is not None:
+            try:
+                findings += self._bandit.check(files["security"])[files["security"][0]]
+            except ToolError as exc:
+                errors["security"] = str(exc)
+        for layer, future in pending.items():
+            try:
+                findings += future.result()[files[layer][0]]
+            except ToolError as exc:
+                errors[layer] = str(exc)
+        return _result(findings, errors)
+
+
+_ORDER: tuple[LayerName, ...] = ("types", "security", "lint")
+
+
+def _module_name(candidate: Candidate) -> str:
+    key = "\0".join((candidate.code, candidate.fn, candidate.signature or ""))
+    return "c-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _write(
+    root: Path, unique: Mapping[str, Candidate], layers: frozenset[LayerName]
+) -> dict[LayerName, list[Path]]:
+    src, types = root / "src", root / "types"
+    src.mkdir(exist_ok=True)
+    types.mkdir(exist_ok=True)
+    files: dict[LayerName, list[Path]] = {layer: [] for layer in layers}
+    for name, candidate in unique.items():
+        path = src / f"{name}.py"
+        path.write_bytes(candidate.code.encode("utf-8", "surrogatepass"))
+        for layer in layers & {"lint", "security"}:
+            files[layer].append(path)
+        if "types" in layers:
+            prepared = typecheck.prepare(candidate.code, candidate.fn, candidate.signature)
+            path = types / f"{name}.py"
+            path.write_bytes(prepared.encode("utf-8", "surrogatepass"))
+            files["types"].append(path)
+    return files
+
+
+def _shards(layer: LayerName, files: list[Path], jobs: int) -> list[list[Path]]:
+    if layer == "lint":
+        return [files]  # ruff is fast and multi-threaded on its own
+    count = max(1, min(jobs // 2, len(files) // MIN_SHARD))
+    return [files[i::count] for i in range(count)]
+
+
+_Outcome = tuple[dict[Path, list[Finding]], dict[Path, str]]
+
+
+def _isolating(check: LayerCheck, files: list[Path], config: StaticConfig) -> _Outcome:
+    """Run a layer; if it fails on many files, find the ones it fails on."""
+    try:
+        return check(files, config), {}
+    except ToolError as exc:
+        return _bisect(check, files, config, exc)
+
+
+def _bisect(
+    check: LayerCheck, files: list[Path], config: StaticConfig, error: ToolError
+) -> _Outcome:
+    if len(files) == 1 or isinstance(error.__cause__, subprocess.TimeoutExpired):
+        return {}, dict.fromkeys(files, str(error))
+    middle = len(files) // 2
+    halves = [files[:middle], files[middle:]]
+    outcomes: list[dict[Path, list[Finding]] | ToolError] = []
+    for half in halves:
+        try:
+            outcomes.append(check(half, config))
+        except ToolError as exc:
+            outcomes.append(exc)
+    if all(isinstance(outcome, ToolError) for outcome in outcomes):
+        return {}, dict.fromkeys(files, str(error))  # the tool itself is broken
+    found: dict[Path, list[Finding]] = {}
+    failed: dict[Path, str] = {}
+    for half, outcome in zip(halves, outcomes, strict=True):
+        if isinstance(outcome, ToolError):
+            more_found, more_failed = _bisect(check, half, config, outcome)
+            found.update(more_found)
+            failed.update(more_failed)
+        else:
+            found.update(outcome)
+    return found, failed
+
+
+def _result(findings: list[Finding], errors: dict[str, str]) -> StaticResult:
+    ordered = sorted(findings, key=lambda f: (f.line, f.col, f.layer, f.rule, f.message))
+    return StaticResult(findings=ordered, tool_errors=dict(sorted(errors.items())))

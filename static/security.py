@@ -1,0 +1,240 @@
+"""Security layer: bandit over candidate files.
+
+Batch mode (:func:`check`) runs one ``bandit -f json`` process over a list of
+files; bandit exits 1 when it finds issues, which is not a failure. The warm
+single-candidate mode (:class:`InProcess`) calls bandit's own API in this
+process: bandit parses the code with :mod:`ast` and never runs it. Both modes
+pass ``--ignore-nosec``: a candidate's ``# nosec`` does not hide a finding.
+
+What it catches, by bandit id: shell injection (``B602``, ``B605``, ``B604``),
+SQL built by string formatting (``B608``), hard-coded secrets (``B105`` to ``B107``),
+unsafe deserialization (``B301``, ``B403``, ``B506``), disabled certificate
+checks (``B501``, ``B323``), ``eval``/``exec`` (``B307``, ``B102``), weak hashes
+(``B324``) and the rest of bandit's default set.
+
+Skipped by default (:class:`SecurityConfig` ``skip``): ``B101`` (``assert``; generated
+code and its tests use it legitimately) and ``B311`` (``random``; a generated
+shuffle is not a security token).
+
+Severity: bandit's own (``LOW``/``MEDIUM``/``HIGH`` -> ``low``/``medium``/``high``),
+except that a ``HIGH`` with ``LOW`` confidence is ``medium``: a guess never fails a
+candidate under the default policy. The confidence is kept in the message.
+
+A file that bandit cannot parse is skipped without findings (the lint layer
+reports the syntax error); any other file bandit skips is a :class:`ToolError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from static.findings import Finding, Severity, ToolError
+
+if TYPE_CHECKING:
+    from static.batch import StaticConfig
+
+__all__ = ["InProcess", "SecurityConfig", "check", "find_tool", "to_severity"]
+
+_SEVERITY: dict[str, Severity] = {"LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
+_SYNTAX = "syntax error while parsing AST from file"
+_ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
+
+
+@dataclass(frozen=True, slots=True)
+class SecurityConfig:
+    """Which bandit tests the security layer runs."""
+
+    skip: tuple[str, ...] = ("B101", "B311")
+    """bandit test ids never run."""
+
+
+def find_tool(config: StaticConfig) -> str:
+    """Locate the bandit binary.
+
+    Args:
+        config: ``config.bandit`` wins; else ``bandit`` next to the running Python, else on PATH.
+
+    Returns:
+        The path of the bandit executable.
+
+    Raises:
+        ToolError: bandit is not installed.
+    """
+    if config.bandit is not None:
+        if shutil.which(config.bandit) is None:
+            raise ToolError(f"bandit not found at {config.bandit!r}: fix the path or install it")
+        return config.bandit
+    here = str(Path(sys.executable).parent)
+    found = shutil.which("bandit", path=here) or shutil.which("bandit")
+    if found is None:
+        raise ToolError("bandit not found: install it (`pip install bandit`) next to gradebox")
+    return found
+
+
+def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Finding]]:
+    """Scan candidate files with one bandit process.
+
+    Args:
+        files: Candidate files; each is one candidate.
+        config: ``config.security`` selects the tests; ``config.timeout_s`` bounds the run.
+
+    Returns:
+        Findings per file (every given file is a key).
+
+    Raises:
+        ToolError: bandit is missing, failed, timed out, printed something
+            unparseable, or skipped a file for a reason other than its syntax.
+    """
+    if not files:
+        return {}
+    argv = [find_tool(config), "-f", "json", "-q", "--ignore-nosec"]
+    if config.security.skip:
+        argv += ["-s", ",".join(config.security.skip)]
+    try:
+        proc = subprocess.run(
+            [*argv, *map(str, files)],
+            capture_output=True,
+            timeout=config.timeout_s,
+            env=_ENV,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolError(f"bandit did not run: {exc}") from exc
+    if proc.returncode not in (0, 1):
+        tail = proc.stderr.decode(errors="replace").strip()[-500:]
+        raise ToolError(f"bandit failed with exit code {proc.returncode}: {tail}")
+    try:
+        report = json.loads(proc.stdout)
+        skipped = [(e["filename"], e["reason"]) for e in report["errors"]]
+        issues = [_from_json(item) for item in report["results"]]
+    except (ValueError, TypeError, KeyError) as exc:
+        shown = proc.stdout[:200].decode(errors="replace")
+        raise ToolError(f"bandit printed something that is not its JSON: {shown!r}") from exc
+    return _split(files, issues, skipped)
+
+
+class InProcess:
+    """bandit through its Python API, for one candidate at a time on a warm service.
+
+    Loading bandit's plugins costs a few hundred milliseconds once; each
+    :meth:`check` then costs what scanning the file costs. Not thread-safe:
+    use one instance per thread.
+    """
+
+    def __init__(self, config: StaticConfig) -> None:
+        """Load bandit and its plugins.
+
+        Args:
+            config: ``config.security`` selects the tests.
+
+        Raises:
+            ToolError: bandit is not importable here.
+        """
+        try:
+            # bandit is optional and untyped: loaded on demand, used through Any.
+            self._manager: Any = importlib.import_module("bandit.core.manager")
+            self._bandit_config: Any = importlib.import_module("bandit.core.config").BanditConfig()
+        except ImportError as exc:
+            raise ToolError("bandit is not importable: install it (`pip install bandit`)") from exc
+        self._profile = {"include": set[str](), "exclude": set(config.security.skip)}
+
+    def check(self, files: Sequence[Path]) -> dict[Path, list[Finding]]:
+        """Scan candidate files in this process.
+
+        Args:
+            files: Candidate files; each is one candidate.
+
+        Returns:
+            Findings per file (every given file is a key).
+
+        Raises:
+            ToolError: bandit raised, or skipped a file for a reason other than its syntax.
+        """
+        try:
+            manager = self._manager.BanditManager(
+                self._bandit_config, "file", quiet=True, ignore_nosec=True, profile=self._profile
+            )
+            manager.discover_files([str(path) for path in files])
+            manager.run_tests()
+            issues = [_from_issue(issue) for issue in manager.get_issue_list()]
+            skipped = [(str(name), str(reason)) for name, reason in manager.get_skipped()]
+        except Exception as exc:  # bandit's own bugs must not look like findings
+            raise ToolError(f"bandit raised {type(exc).__name__}: {exc}") from exc
+        return _split(files, issues, skipped)
+
+
+def _split(
+    files: Sequence[Path],
+    issues: list[tuple[str, Finding]],
+    skipped: list[tuple[str, str]],
+) -> dict[Path, list[Finding]]:
+    by_path = {path.resolve(): path for path in files}
+    for name, reason in skipped:
+        if reason != _SYNTAX:
+            raise ToolError(f"bandit skipped {Path(name).name}: {reason}")
+    result: dict[Path, list[Finding]] = {path: [] for path in files}
+    for name, finding in issues:
+        path = by_path.get(Path(name).resolve())
+        if path is None:
+            raise ToolError(f"bandit reported a file it was not given: {name!r}")
+        result[path].append(finding)
+    for findings in result.values():
+        findings.sort(key=lambda f: (f.line, f.col, f.rule))
+    return result
+
+
+def _from_json(item: dict[str, Any]) -> tuple[str, Finding]:
+    return str(item["filename"]), _finding(
+        item["test_id"],
+        item["issue_severity"],
+        item["issue_confidence"],
+        item["line_number"],
+        item["col_offset"],
+        item["issue_text"],
+    )
+
+
+def _from_issue(issue: Any) -> tuple[str, Finding]:
+    return str(issue.fname), _finding(
+        issue.test_id, issue.severity, issue.confidence, issue.lineno, issue.col_offset, issue.text
+    )
+
+
+def _finding(
+    test_id: object, severity: object, confidence: object, line: object, col: object, text: object
+) -> Finding:
+    if not (isinstance(test_id, str) and isinstance(text, str)):
+        raise TypeError("test id and text must be strings")
+    if not (isinstance(line, int) and isinstance(col, int)):
+        raise TypeError("line and column must be integers")
+    if not (isinstance(severity, str) and isinstance(confidence, str)):
+        raise TypeError("severity and confidence must be strings")
+    message = f"{text} (confidence: {confidence.lower()})"
+    return Finding("security", test_id, to_severity(severity, confidence), line, col + 1, message)
+
+
+def to_severity(severity: str, confidence: str) -> Severity:
+    """Our severity for bandit's severity and confidence.
+
+    Args:
+        severity: bandit's ``LOW``, ``MEDIUM`` or ``HIGH``.
+        confidence: bandit's ``LOW``, ``MEDIUM`` or ``HIGH``.
+
+    Returns:
+        bandit's severity in lower case, except ``HIGH`` with ``LOW`` confidence: ``medium``.
+
+    Raises:
+        ValueError: a value bandit does not use.
+    """
+    if severity not in _SEVERITY or confidence not in _SEVERITY:
+        raise ValueError(f"unknown severity {severity!r} or confidence {confidence!r}")
+    ours = _SEVERITY[severity]
+    return "medium" if ours == "high" and confidence == "LOW" else ours

@@ -1,0 +1,680 @@
+"""Types layer: mypy on each candidate, with the task's signature available.
+
+What mypy checks is not the candidate file itself but :func:`prepare`'s copy of
+it, which keeps every line of the candidate where it was:
+
+1. **Suppressions are neutralised.** Comments with ``type: ignore`` or ``mypy:``
+   are blanked (the same length, so columns hold): a candidate cannot hide its
+   errors, as ruff runs with ``--ignore-noqa`` and bandit with ``--ignore-nosec``.
+2. **The signature's annotations are injected** into the candidate's ``def fn``
+   where it has none: ``def is_even(n):`` is checked as
+   ``def is_even(n: int) -> bool:`` (parameters matched by position, keyword-only
+   ones by name; only text on the ``def`` line(s) changes). So an unannotated
+   candidate that returns ``"yes"`` is caught (``return-value``), and its body is
+   checked with the argument types the task promises.
+3. **A signature check is appended** after the candidate's last line: a function
+   that takes the signature's parameters, calls ``fn`` with them (once with
+   every argument, once with only the required ones when some have defaults) and
+   returns the result as the signature's return type. It catches a candidate
+   whose own annotations contradict the task (``-> int`` where the task says
+   ``-> bool``, an extra required parameter). mypy's errors inside it are reported
+   as ``GBX001`` (``static/rules.toml``) on the line of the candidate's ``def``.
+   Names the signature uses that the candidate does not bind (``Optional``,
+   ``Sequence``) are imported there under a private alias, so they never mask a
+   candidate's own missing import. A signature naming something that cannot be
+   resolved (a class the candidate does not define) is not checked at all.
+
+mypy runs with the standard library only (``--no-site-packages``): results do
+not depend on what the grader happens to have installed, and a third-party
+import is not a finding (``--ignore-missing-imports``, ``import-untyped`` off;
+the imports layer judges imports against the lockfile). Imports of ``.py``
+modules are not followed (``--follow-imports=skip``; the standard library's
+stubs still are): there is nothing else to follow, and ``dmypy`` 2.4 crashes in
+its follow-imports mode (``KeyError: 'asyncio.base_events'``). Bodies of unannotated
+helpers are checked too (``--check-untyped-defs``); "need type annotation for
+``result``" (``var-annotated``) is off, since missing annotations are the lint
+layer's ``annotations`` group, not a type error. No configuration file is read.
+Options are in :data:`MYPY_FLAGS`.
+
+Batch mode (:func:`check`) runs one mypy process over many files with a
+persistent cache (``config.cache_dir``; the standard library is analysed once).
+Each candidate is its own top-level module whose name is not a Python identifier
+(``c-3f9a...``), so no candidate can import another or see its types. mypy
+stops at the first file with a blocking error (a syntax error), so files that do
+not compile are found first (in a child process, so that compiler warnings never
+reach this one) and each is checked alone. The warm single-candidate mode
+(:class:`Daemon`) keeps a ``dmypy`` server alive and talks to it in-process.
+
+Severity: ``syntax`` and ``name-defined`` are ``high`` (the code cannot run);
+everything else (``GBX001`` included) is ``medium``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections.abc
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tokenize
+import typing
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from static.findings import Finding, Severity, ToolError
+
+if TYPE_CHECKING:
+    from static.batch import StaticConfig
+
+__all__ = ["MYPY_FLAGS", "Daemon", "check", "find_tool", "prepare"]
+
+MYPY_FLAGS: tuple[str, ...] = (
+    "--output=json",
+    "--config-file=",
+    "--python-version=3.11",
+    "--no-site-packages",
+    "--follow-imports=skip",
+    "--ignore-missing-imports",
+    "--disable-error-code=import-untyped",
+    "--disable-error-code=var-annotated",
+    "--check-untyped-defs",
+    "--no-error-summary",
+    "--hide-error-context",
+    "--no-pretty",
+    "--no-color-output",
+)
+"""The options of every mypy run (plus ``--cache-dir``)."""
+
+_PREFIX = "_gbx_"
+_MARKER = "# gradebox: signature check of {fn} (def on line {line}); not the candidate's code"
+_MARKER_RE = re.compile(r"^# gradebox: signature check of (\S+) \(def on line (\d+)\)")
+_SUPPRESSION = re.compile(r"type\s*:\s*ignore|mypy\s*:")
+_TEXT_LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<column>\d+):)? (?P<severity>error|note): "
+    r"(?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
+)
+_SEVERITY: dict[str, Severity] = {"syntax": "high", "name-defined": "high"}
+_ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
+_WARMUP = (
+    "import asyncio, bisect, collections, dataclasses, datetime, decimal, enum, fractions\n"
+    "import functools, heapq, itertools, json, math, operator, random, re, statistics\n"
+    "import string, typing\n"
+)
+_PRESCREEN = (
+    "import json, sys\n"
+    "for path in sys.argv[1:]:\n"
+    "    try:\n"
+    "        compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)\n"
+    "    except (SyntaxError, ValueError):\n"
+    "        print(json.dumps(path))\n"
+)
+
+_Runner = Callable[[Sequence[Path]], tuple[str, int]]
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def find_tool(config: StaticConfig) -> str:
+    """Locate the mypy binary.
+
+    Args:
+        config: ``config.mypy`` wins; else ``mypy`` next to the running Python, else on PATH.
+
+    Returns:
+        The path of the mypy executable.
+
+    Raises:
+        ToolError: mypy is not installed.
+    """
+    if config.mypy is not None:
+        if shutil.which(config.mypy) is None:
+            raise ToolError(f"mypy not found at {config.mypy!r}: fix the path or install mypy")
+        return config.mypy
+    found = shutil.which("mypy", path=str(Path(sys.executable).parent)) or shutil.which("mypy")
+    if found is None:
+        raise ToolError("mypy not found: install it (`pip install mypy`) next to gradebox")
+    return found
+
+
+def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Finding]]:
+    """Type-check prepared candidate files with as few mypy processes as possible.
+
+    Args:
+        files: Files written from :func:`prepare`; each is one candidate module.
+        config: ``config.cache_dir`` keeps mypy's cache; ``config.timeout_s`` bounds each run.
+
+    Returns:
+        Findings per file (every given file is a key).
+
+    Raises:
+        ToolError: mypy is missing, crashed, timed out, or printed something unparseable.
+    """
+    if not files:
+        return {}
+    cwd = Path(os.path.commonpath([path.parent for path in files]))
+    run = _process(config, cwd)
+    return _check_all(files, config, cwd, run, run)
+
+
+class Daemon:
+    """A ``dmypy`` server for one candidate at a time on a warm service.
+
+    The server keeps the standard library's types in memory; each :meth:`check`
+    sends one request over its socket from this process (no process start).
+    Files that do not compile never reach it (a blocking error can leave it in a
+    bad state): each is checked by a mypy process of its own, as in batch mode.
+    A server that died is restarted once per request. Not thread-safe: use one
+    instance per thread, and :meth:`close` it when done.
+    """
+
+    def __init__(self, config: StaticConfig, workdir: Path) -> None:
+        """Start the daemon and load the standard library into it.
+
+        Args:
+            config: ``config.cache_dir`` seeds the daemon; ``config.timeout_s`` bounds requests.
+            workdir: A private directory for the daemon's status file and scratch files.
+
+        Raises:
+            ToolError: mypy's daemon is not importable or did not start.
+        """
+        self._config = config
+        self._root = workdir
+        self._status = workdir / "dmypy.json"
+        self._start()
+
+    def check(self, files: Sequence[Path]) -> dict[Path, list[Finding]]:
+        """Type-check prepared candidate files (under the daemon's workdir).
+
+        Args:
+            files: Files written from :func:`prepare` (usually one).
+
+        Returns:
+            Findings per file (every given file is a key).
+
+        Raises:
+            ToolError: the daemon failed twice, or mypy failed on a broken file.
+        """
+        if not files:
+            return {}
+        return _check_all(
+            files, self._config, self._root, self._request, _process(self._config, self._root)
+        )
+
+    def close(self) -> None:
+        """Stop the daemon (kill it if it does not stop); safe to call twice."""
+        from mypy.dmypy.client import get_status  # noqa: PLC0415 - 45 ms to import
+        from mypy.ipc import BadStatus  # noqa: PLC0415
+
+        try:
+            pid, _ = get_status(str(self._status))
+        except BadStatus:
+            return
+        try:
+            self._ask("stop", timeout=5)
+        except ToolError:
+            os.kill(pid, signal.SIGKILL)  # the daemon this instance started, by its pid
+        self._status.unlink(missing_ok=True)
+
+    def _start(self) -> None:
+        flags = [*MYPY_FLAGS, f"--cache-dir={_cache_dir(self._config)}"]
+        argv = [sys.executable, "-m", "mypy.dmypy", "--status-file", str(self._status)]
+        argv += ["start", "--timeout", "3600", "--", *flags]
+        try:
+            proc = subprocess.run(
+                argv, capture_output=True, timeout=60, env=_ENV, cwd=self._root, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ToolError(f"mypy's daemon did not start: {exc}") from exc
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).decode(errors="replace").strip()[-500:]
+            raise ToolError(f"mypy's daemon did not start (install mypy?): {tail}")
+        # The first check loads the standard library into the daemon: do it now.
+        warmup = self._root / "warmup.py"
+        warmup.write_text(_WARMUP, encoding="utf-8")
+        self._ask("check", files=[str(warmup)], export_types=False)
+        warmup.unlink()
+
+    def _request(self, files: Sequence[Path]) -> tuple[str, int]:
+        names = [str(path) for path in files]
+        try:
+            response = self._ask("check", files=names, export_types=False)
+        except ToolError:
+            self.close()
+            self._start()
+            response = self._ask("check", files=names, export_types=False)
+        return str(response["out"]), int(response["status"])
+
+    def _ask(self, command: str, timeout: float | None = None, **args: object) -> dict[str, Any]:
+        """Send one request; unlike dmypy's own client, never echo the server's chatter."""
+        from mypy.dmypy.client import get_status  # noqa: PLC0415 - 45 ms to import
+        from mypy.dmypy_util import receive, send  # noqa: PLC0415
+        from mypy.ipc import BadStatus, IPCClient, IPCException  # noqa: PLC0415
+
+        request = {"command": command, "is_tty": False, "terminal_width": 80, **args}
+        chatter: list[str] = []
+        try:
+            _, name = get_status(str(self._status))
+            with IPCClient(name, timeout or self._config.timeout_s) as connection:
+                send(connection, request)
+                response: dict[str, Any] = {}
+                while not response.pop("final", False):
+                    response = receive(connection)
+                    chatter += [str(response.pop(key, "")) for key in ("stdout", "stderr")]
+        except (BadStatus, IPCException, OSError, ValueError) as exc:
+            raise ToolError(f"mypy's daemon failed: {exc}") from exc
+        if "error" in response or (command == "check" and "out" not in response):
+            said = "".join(chatter).strip()[-300:]
+            raise ToolError(f"mypy's daemon failed: {response.get('error', '')} {said}".strip())
+        return response
+
+
+def prepare(code: str, fn: str, signature: str | None) -> str:
+    """The text that mypy checks for one candidate (see the module docstring).
+
+    Args:
+        code: The candidate's source; never run.
+        fn: The task's function name.
+        signature: The task's signature (``"def is_even(n: int) -> bool"``), or ``None``.
+
+    Returns:
+        The candidate with suppressions neutralised, the signature's annotations
+        injected and a signature check appended; every candidate line keeps its number.
+    """
+    text = _neutralize(code)
+    if not text.endswith("\n"):
+        text += "\n"
+    plan = _plan(text, fn, signature)
+    if plan is None:
+        return text
+    inserts, block = plan
+    lines = text.splitlines(keepends=True)
+    for row, col, insert in sorted(inserts, reverse=True):
+        lines[row] = lines[row][:col] + insert + lines[row][col:]
+    return "".join(lines) + block
+
+
+def _cache_dir(config: StaticConfig) -> str:
+    if config.cache_dir is None:
+        return os.devnull
+    config.cache_dir.mkdir(parents=True, exist_ok=True)
+    return str(config.cache_dir)
+
+
+def _process(config: StaticConfig, cwd: Path) -> _Runner:
+    """A runner that starts one mypy process per call."""
+    argv = [find_tool(config), *MYPY_FLAGS, f"--cache-dir={_cache_dir(config)}"]
+
+    def run(files: Sequence[Path]) -> tuple[str, int]:
+        try:
+            proc = subprocess.run(
+                [*argv, *map(str, files)],
+                capture_output=True,
+                timeout=config.timeout_s,
+                cwd=cwd,
+                env=_ENV,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ToolError(f"mypy did not run: {exc}") from exc
+        if proc.returncode not in (0, 1, 2) or (proc.returncode == 2 and not proc.stdout.strip()):
+            tail = proc.stderr.decode(errors="replace").strip()[-500:]
+            raise ToolError(f"mypy failed with exit code {proc.returncode}: {tail}")
+        return proc.stdout.decode(errors="replace"), proc.returncode
+
+    return run
+
+
+def _check_all(
+    files: Sequence[Path], config: StaticConfig, cwd: Path, run: _Runner, run_alone: _Runner
+) -> dict[Path, list[Finding]]:
+    """``run`` the files that compile together, ``run_alone`` each one that does not."""
+    broken = _prescreen(files, config, cwd)
+    errors: dict[Path, list[dict[str, Any]]] = {}
+    good = [path for path in files if path not in broken]
+    if good:
+        errors.update(_until_done(run, good, cwd))
+    for path in files:
+        if path in broken:
+            errors.update(_until_done(run_alone, [path], cwd))
+    return {path: _findings(path, errors.get(path, [])) for path in files}
+
+
+def _prescreen(files: Sequence[Path], config: StaticConfig, cwd: Path) -> set[Path]:
+    """The files that do not compile (mypy stops at the first of them, so they go alone)."""
+    argv = [sys.executable, "-I", "-S", "-W", "ignore", "-c", _PRESCREEN, *map(str, files)]
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, timeout=config.timeout_s, cwd=cwd, env=_ENV, check=True
+        )
+        broken = {Path(json.loads(line)) for line in proc.stdout.decode().splitlines()}
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        raise ToolError(f"the syntax prescreen for mypy failed: {exc}") from exc
+    return {path for path in files if path in broken}
+
+
+def _until_done(run: _Runner, files: Sequence[Path], cwd: Path) -> dict[Path, list[dict[str, Any]]]:
+    """Run mypy; while a blocking error stops it, keep that file's errors and rerun the rest."""
+    errors: dict[Path, list[dict[str, Any]]] = {}
+    pending = list(files)
+    while pending:
+        out, status = run(pending)
+        found = _parse(out, cwd, pending)
+        errors.update(found)
+        if status != 2:
+            return errors
+        blocked = [path for path in pending if path in found]
+        if not blocked:
+            raise ToolError(f"mypy stopped without saying where: {out.strip()[:300]!r}")
+        pending = [path for path in pending if path not in found]
+    return errors
+
+
+def _parse(out: str, cwd: Path, files: Sequence[Path]) -> dict[Path, list[dict[str, Any]]]:
+    known = {path.resolve(): path for path in files}
+    errors: dict[Path, list[dict[str, Any]]] = {}
+    for line in out.splitlines():
+        if not line.strip() or line.startswith("Success: no issues found"):
+            continue
+        item = _item(line)
+        path = known.get((cwd / str(item["file"])).resolve())
+        if path is None:
+            raise ToolError(f"mypy reported a file it was not given: {item['file']!r}")
+        if item["severity"] == "error":
+            errors.setdefault(path, []).append(item)
+    return errors
+
+
+def _item(line: str) -> dict[str, Any]:
+    """One error line, JSON or (older mypy's blocking errors) text; ``col`` is 1-based."""
+    if "INTERNAL ERROR" in line:
+        raise ToolError(f"mypy crashed: {line[:300]}")
+    match = _TEXT_LINE.match(line)
+    if match is not None:
+        item: dict[str, Any] = match.groupdict()
+        item["line"], item["col"] = int(item["line"]), int(item["column"] or 0)
+        return item
+    try:
+        item = json.loads(line)
+        if not isinstance(item, dict):
+            raise TypeError("not an object")
+        fields = (item["file"], item["line"], item["column"], item["message"], item["severity"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ToolError(f"mypy printed something unparseable: {line[:200]!r}") from exc
+    if not all(isinstance(v, t) for v, t in zip(fields, (str, int, int, str, str), strict=True)):
+        raise ToolError(f"mypy printed an error of an unexpected shape: {line[:200]!r}")
+    # JSON columns are 0-based, except those of mypy's parser's syntax errors.
+    item["col"] = item["column"] + (0 if item.get("code") == "syntax" else 1)
+    return item
+
+
+def _findings(path: Path, errors: list[dict[str, Any]]) -> list[Finding]:
+    if not errors:
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    marker = _find_marker(text)
+    findings = []
+    for item in errors:
+        code = str(item.get("code") or "misc")
+        line, col, message = int(item["line"]), int(item["col"]), str(item["message"])
+        if marker is not None and line >= marker[0]:
+            _, fn, def_line = marker
+            message = f"`{fn}` does not fit the task's signature: {message} [{code}]"
+            code, line, col = "GBX001", def_line, 0
+        findings.append(Finding("types", code, _SEVERITY.get(code, "medium"), line, col, message))
+    return sorted(set(findings), key=lambda f: (f.line, f.col, f.rule, f.message))
+
+
+def _find_marker(text: str) -> tuple[int, str, int] | None:
+    # The last match: a candidate cannot write after the generated block.
+    found = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _MARKER_RE.match(line)
+        if match is not None:
+            found = (number, match.group(1), int(match.group(2)))
+    return found
+
+
+def _neutralize(code: str) -> str:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return code  # mypy will report the syntax error itself
+    lines = code.splitlines(keepends=True)
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT and _SUPPRESSION.search(tok.string):
+            row, start = tok.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:start] + "#" + " " * (len(tok.string) - 1) + line[tok.end[1] :]
+    return "".join(lines)
+
+
+_Inserts = list[tuple[int, int, str]]
+
+
+def _plan(text: str, fn: str, signature: str | None) -> tuple[_Inserts, str] | None:
+    target, sig = _target(text, fn), _signature(signature)
+    if target is None or sig is None:
+        return None
+    tree, node = target
+    aliases = _aliases(sig, _bound_names(tree.body))
+    if aliases is None:
+        return None
+    sig = _renamed(sig, aliases)
+    inserts = _injections(text, node, sig)
+    imports = "".join(f"{stmt}\n" for stmt in sorted(set(aliases.values())))
+    header = _MARKER.format(fn=fn, line=node.lineno)
+    return inserts, f"{header}\n{imports}{_check_function(fn, sig)}"
+
+
+def _target(text: str, fn: str) -> tuple[ast.Module, _Def] | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    defs = [s for s in tree.body if isinstance(s, _Def) and s.name == fn]
+    return (tree, defs[-1]) if defs else None
+
+
+def _signature(signature: str | None) -> _Def | None:
+    if signature is None or not signature.strip():
+        return None
+    source = signature.strip().rstrip(":").rstrip()
+    try:
+        tree = ast.parse(f"{source}:\n    ...\n")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], _Def):
+        return None
+    sig = tree.body[0]
+    annotations = [a.annotation for a in _all_args(sig.args)] + [sig.returns]
+    return sig if any(a is not None for a in annotations) else None
+
+
+def _all_args(args: ast.arguments) -> list[ast.arg]:
+    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs, *extra]
+
+
+def _bound_names(body: list[ast.stmt]) -> set[str]:
+    """Names bound at module level (not inside function or class bodies)."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _annotation_names(sig: _Def) -> set[str]:
+    roots = [a.annotation for a in _all_args(sig.args)] + [sig.returns]
+    return {
+        node.id
+        for root in roots
+        if root is not None
+        for node in ast.walk(_unquoted(root))
+        if isinstance(node, ast.Name)
+    }
+
+
+def _unquoted(node: ast.expr) -> ast.expr:
+    """A whole-annotation string (a forward reference) as the expression it names."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return ast.parse(node.value, mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return ast.Name(id="<unparseable>", ctx=ast.Load())
+    return node
+
+
+def _aliases(sig: _Def, bound: set[str]) -> dict[str, str] | None:
+    """Import statements for the signature's free names; ``None`` if one is unknown."""
+    aliases: dict[str, str] = {}
+    for name in sorted(_annotation_names(sig) - bound - set(dir(builtins))):
+        alias = f"{_PREFIX}{name}"
+        if hasattr(typing, name):
+            aliases[name] = f"from typing import {name} as {alias}"
+        elif hasattr(collections.abc, name):
+            aliases[name] = f"from collections.abc import {name} as {alias}"
+        elif name in sys.stdlib_module_names:
+            aliases[name] = f"import {name} as {alias}"
+        else:
+            return None
+    return aliases
+
+
+def _renamed(sig: _Def, aliases: dict[str, str]) -> _Def:
+    """The signature with forward references unquoted and free names aliased."""
+
+    def rename(node: ast.expr | None) -> ast.expr | None:
+        if node is None:
+            return None
+        tree = _unquoted(node)
+        for child in ast.walk(tree):
+            if isinstance(child, ast.Name) and child.id in aliases:
+                child.id = f"{_PREFIX}{child.id}"
+        return tree
+
+    for arg in _all_args(sig.args):
+        arg.annotation = rename(arg.annotation)
+    sig.returns = rename(sig.returns)
+    return sig
+
+
+def _injections(text: str, node: _Def, sig: _Def) -> _Inserts:
+    """Where to insert the signature's annotations that the candidate's def lacks."""
+    lines = text.splitlines(keepends=True)
+    inserts = []
+    for mine, theirs in _param_pairs(node.args, sig.args):
+        if mine.annotation is None and theirs.annotation is not None:
+            row = (mine.end_lineno or mine.lineno) - 1
+            col = _char_col(lines[row], mine.end_col_offset or 0)
+            inserts.append((row, col, f": {ast.unparse(theirs.annotation)}"))
+    if node.returns is None and sig.returns is not None:
+        colon = _header_colon(text, node)
+        if colon is not None:
+            inserts.append((colon[0], colon[1], f" -> {ast.unparse(sig.returns)}"))
+    return inserts
+
+
+def _param_pairs(mine: ast.arguments, theirs: ast.arguments) -> list[tuple[ast.arg, ast.arg]]:
+    positional = [*mine.posonlyargs, *mine.args]
+    pairs = list(zip(positional, [*theirs.posonlyargs, *theirs.args], strict=False))
+    keyword = {arg.arg: arg for arg in theirs.kwonlyargs}
+    pairs += [(arg, keyword[arg.arg]) for arg in mine.kwonlyargs if arg.arg in keyword]
+    if mine.vararg is not None and theirs.vararg is not None:
+        pairs.append((mine.vararg, theirs.vararg))
+    if mine.kwarg is not None and theirs.kwarg is not None:
+        pairs.append((mine.kwarg, theirs.kwarg))
+    return pairs
+
+
+def _char_col(line: str, byte_col: int) -> int:
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+def _header_colon(text: str, node: _Def) -> tuple[int, int] | None:
+    """The 0-based (row, column) of the colon that ends the def's header."""
+    lines = text.splitlines(keepends=True)
+    start = (node.lineno, _char_col(lines[node.lineno - 1], node.col_offset))
+    depth, seen_params = 0, False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start < start or tok.type != tokenize.OP:
+                continue
+            if tok.string in "([{":
+                depth, seen_params = depth + 1, True
+            elif tok.string in ")]}":
+                depth -= 1
+            elif tok.string == ":" and depth == 0 and seen_params:
+                return tok.start[0] - 1, tok.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return None
+
+
+def _check_function(fn: str, sig: _Def) -> str:
+    """The generated function that calls ``fn`` the way the signature says."""
+    args = sig.args
+    positional = [*args.posonlyargs, *args.args]
+    required = positional[: len(positional) - len(args.defaults)]
+    keywords = list(zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    full = [_name(a) for a in positional]
+    full += [f"*{_name(args.vararg)}"] if args.vararg else []
+    full += [f"{a.arg}={_name(a)}" for a, _ in keywords]
+    full += [f"**{_name(args.kwarg)}"] if args.kwarg else []
+    minimal = [_name(a) for a in required]
+    minimal += [f"{a.arg}={_name(a)}" for a, default in keywords if default is None]
+    awaiting = "await " if isinstance(sig, ast.AsyncFunctionDef) else ""
+    body = [f"    {awaiting}{fn}({', '.join(minimal)})"] if minimal != full else []
+    call = f"{awaiting}{fn}({', '.join(full)})"
+    returns = sig.returns
+    if returns is None:
+        result = "None"
+        body.append(f"    {call}")
+    elif isinstance(returns, ast.Constant) and returns.value is None:
+        result = "None"
+        body.append(f"    {_PREFIX}result: None = {call}  # type: ignore[func-returns-value]")
+    else:
+        result = ast.unparse(returns)
+        body.append(f"    return {call}")
+    prefix = "async def" if awaiting else "def"
+    params = ", ".join(_params(args))
+    return f"{prefix} {_PREFIX}signature_check({params}) -> {result}:\n" + "\n".join(body) + "\n"
+
+
+def _params(args: ast.arguments) -> list[str]:
+    params = [_param(a) for a in args.posonlyargs]
+    params += ["/"] if args.posonlyargs else []
+    params += [_param(a) for a in args.args]
+    if args.vararg is not None:
+        params.append(f"*{_param(args.vararg)}")
+    elif args.kwonlyargs:
+        params.append("*")
+    params += [_param(a) for a in args.kwonlyargs]
+    params += [f"**{_param(args.kwarg)}"] if args.kwarg is not None else []
+    return params
+
+
+def _name(arg: ast.arg) -> str:
+    return f"{_PREFIX}p_{arg.arg}"
+
+
+def _param(arg: ast.arg) -> str:
+    if arg.annotation is None:
+        return _name(arg)
+    return f"{_name(arg)}: {ast.unparse(arg.annotation)}"

@@ -1,0 +1,207 @@
+"""The Judge: request shape, cache, concurrency, ordering, skipping, rubric errors."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+import rubrics
+from judge import Judge, ReplyCache, cache_key, reply_schema
+
+
+def test_request_is_temperature_zero_seeded_and_strictly_schema_bound(server, make_judge, item):
+    make_judge(seed=1234).judge_one(item())
+    (seen,) = server.requests
+    body = seen.body
+    assert body["model"] == "judge-model"
+    assert body["temperature"] == 0
+    assert body["seed"] == 1234
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["name"] == "gradebox_judgement"
+    assert fmt["json_schema"]["schema"] == reply_schema(rubrics.load("default"))
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert seen.headers["authorization"] == "Bearer sk-test-key"
+
+
+def test_openai_client_retries_are_off(server, make_judge, item):
+    # Only our policy retries: with max_attempts=1 one 500 is one request.
+    server.responder = lambda body: server.error(500, "boom")
+    make_judge(max_attempts=1).judge_one(item())
+    assert len(server.requests) == 1
+
+
+def test_injected_client_is_used_with_its_retries_off(server, make_config, item):
+    import openai
+
+    client = openai.OpenAI(base_url=server.base_url, api_key="injected", max_retries=5)
+    server.responder = lambda body: server.error(503, "down")
+    with Judge(make_config(max_attempts=2), client=client) as judge:
+        result = judge.judge_one(item())
+    assert result.attempts == 2 and len(server.requests) == 2
+    assert server.requests[0].headers["authorization"] == "Bearer injected"
+    client.models  # the caller's client is not closed by the judge  # noqa: B018
+
+
+# -- cache -------------------------------------------------------------------------------
+
+
+def test_second_run_is_a_cache_hit_with_the_same_annotation(server, make_judge, item, tmp_path):
+    cache = tmp_path / "judge.sqlite"
+    first = make_judge(cache_path=cache).judge_one(item())
+    second = make_judge(cache_path=cache).judge_one(item())  # a new process would do the same
+
+    assert len(server.requests) == 1
+    assert (first.cache_hit, second.cache_hit) == (False, True)
+    assert (first.attempts, second.attempts) == (1, 0)
+    varying = {"latency_ms", "cache_hit", "attempts"}
+    a, b = first.to_row(), second.to_row()
+    assert {k: v for k, v in a.items() if k not in varying} == {
+        k: v for k, v in b.items() if k not in varying
+    }
+    with sqlite3.connect(cache) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_no_cache_config_neither_reads_nor_writes(server, make_judge, item, tmp_path):
+    cache = tmp_path / "judge.sqlite"
+    make_judge(cache_path=cache).judge_one(item())
+    results = [make_judge(cache_path=cache, no_cache=True).judge_one(item()) for _ in range(2)]
+    assert len(server.requests) == 3
+    assert not any(r.cache_hit for r in results)
+
+
+def test_bypass_cache_asks_again_and_keeps_the_first_entry(server, make_judge, item, tmp_path):
+    judge = make_judge(cache_path=tmp_path / "c.sqlite")
+    judge.judge_one(item())
+    again = judge.judge_many([item()], bypass_cache=True)
+    assert len(server.requests) == 2 and not again[0].cache_hit
+    assert judge.judge_one(item()).cache_hit
+    assert len(server.requests) == 2
+
+
+def test_needs_review_replies_are_cached_as_needs_review(server, make_judge, item, tmp_path):
+    server.push(server.ok("I think this is fine."))
+    cache = tmp_path / "c.sqlite"
+    first = make_judge(cache_path=cache).judge_one(item())
+    second = make_judge(cache_path=cache).judge_one(item())
+    assert len(server.requests) == 1
+    assert (first.status, second.status) == ("needs_review", "needs_review")
+    assert second.raw == "I think this is fine." and second.cache_hit
+
+
+def test_unavailable_is_not_cached(server, make_judge, item, tmp_path):
+    server.push(*[server.error(500, "boom")] * 2)
+    cache = tmp_path / "c.sqlite"
+    assert make_judge(cache_path=cache, max_attempts=2).judge_one(item()).status == "unavailable"
+    again = make_judge(cache_path=cache).judge_one(item())
+    assert (again.status, again.cache_hit) == ("scored", False)
+
+
+BASE = {
+    "base_url": "http://x/v1",
+    "model": "m",
+    "messages": [{"role": "user", "content": "c"}],
+    "schema": {"type": "object"},
+    "rubric": ("default", "1.0.0", "d" * 64),
+    "code": "def f(): ...",
+    "seed": 1,
+    "temperature": 0.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("base_url", "http://y/v1"),
+        ("model", "m2"),
+        ("messages", [{"role": "user", "content": "c2"}]),
+        ("schema", {"type": "array"}),
+        ("rubric", ("default", "1.0.1", "d" * 64)),
+        ("rubric", ("default", "1.0.0", "e" * 64)),
+        ("code", "def f(): pass"),
+        ("seed", 2),
+    ],
+)
+def test_cache_key_covers_the_full_request(field, value):
+    assert cache_key(**BASE) != cache_key(**{**BASE, field: value})
+    assert cache_key(**BASE) == cache_key(**dict(BASE))
+
+
+def test_cache_survives_lone_surrogates(tmp_path, server):
+    from judge.types import Reply
+
+    cache = ReplyCache(tmp_path / "c.sqlite")
+    reply = Reply("{\ud800}", "m", None, "stop", None, None, "json_schema")
+    cache.put("k", reply)
+    assert cache.get("k") == reply
+    cache.close()
+
+
+# -- concurrency and order ---------------------------------------------------------------
+
+
+def test_concurrency_limit_is_respected(server, make_judge, item):
+    def slow(body):
+        reply = server.ok_json(server.valid(server.schema_of(body)))
+        reply.delay = 0.05
+        return reply
+
+    server.responder = slow
+    items = [
+        item(sample_id=f"s{i}", code=f"def is_even(n):\n    return {i} or n\n") for i in range(24)
+    ]
+    results = make_judge(concurrency=4).judge_many(items)
+    assert len(server.requests) == 24
+    assert server.max_in_flight == 4
+    assert all(r.status == "scored" for r in results)
+
+
+def test_results_come_back_in_input_order(server, make_judge, item):
+    lock = threading.Lock()
+    seen = []
+
+    def by_code(body):
+        user = body["messages"][1]["content"]
+        n = int(user.split("return ")[1].split()[0])
+        with lock:
+            seen.append(n)
+        reply = server.ok_json(server.valid(server.schema_of(body), score=n % 5 + 1))
+        reply.delay = (10 - n) * 0.005  # later items answer first
+        return reply
+
+    server.responder = by_code
+    items = [item(sample_id=f"s{n}", code=f"def f(n):\n    return {n}\n") for n in range(10)]
+    results = make_judge(concurrency=10).judge_many(items)
+    assert [r.scores["INT001"] for r in results] == [n % 5 + 1 for n in range(10)]
+
+
+def test_empty_code_is_skipped_without_a_request(server, make_judge, item):
+    result = make_judge().judge_one(item(code="  \n"))
+    assert (result.status, result.reason_code) == ("skipped", "no_code")
+    assert server.requests == []
+
+
+def test_bad_rubric_stops_judge_many_before_any_request(server, make_judge, item, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\n')
+    with pytest.raises(rubrics.RubricError) as info:
+        make_judge().judge_many([item(), item(sample_id="s2", rubric_name=str(bad))])
+    assert f"{bad}: rubric: 'version' is a required property" in str(info.value)
+    assert server.requests == []
+
+
+def test_judge_many_of_nothing(make_judge):
+    assert make_judge().judge_many([]) == []
+
+
+def test_unusable_cache_file_is_a_config_error(make_config, tmp_path):
+    from judge import JudgeConfigError
+
+    bad = tmp_path / "not-a-db.sqlite"
+    bad.write_bytes(b"this is not an SQLite database, just some bytes" * 100)
+    with pytest.raises(JudgeConfigError, match="cannot open the judge cache"):
+        Judge(make_config(cache_path=bad))

@@ -1,0 +1,855 @@
+"""Sandbox conformance suite: every isolation backend must keep every promise.
+
+The promises are DESIGN.md's "Sandbox promises". Each test plays the attack a
+hostile candidate would try, one candidate program per file in ``attacks/``
+(read the file's docstring for the attack and the expected result), and checks
+the promise from the host: what the test's servers received, which processes
+are alive, which files appeared, what the grader returned.
+
+Backends: ``bwrap`` must pass everything. ``none`` isolates nothing by design;
+its known failures are declared on each test with ``known_failure`` and become
+strict xfails (an unexpected pass fails the suite). Attacks that would harm the
+machine without isolation (``kill(-1)``, fork bombs, writes to ``/etc``) are
+declared ``run=False`` for ``none``.
+
+Run one backend: ``pytest tests/sandbox/test_conformance.py -k bwrap``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import sysconfig
+import threading
+import time
+import zlib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.cases import load_hidden, resolve_error_name
+from sandbox.compare import judge_case
+from sandbox.types import HiddenCase, Limits, RunResult, make_case
+
+LIMITS = Limits(case_timeout_s=1.0, candidate_timeout_s=5.0, memory_mb=512)
+"""Small limits keep the suite fast; every time bound below derives from them.
+(The sandbox fixtures in conftest.py read this.)"""
+CASE_GRACE_S = 1.0
+"""Allowed beyond a case limit: kill the tree, reap it, start a fresh child."""
+WORKER_GRACE_S = 4.0
+"""Allowed beyond a candidate limit when the worker itself is stopped or dead
+(the runner's own grace is 3 s, plus killing and restarting the worker)."""
+ATTACKS = Path(__file__).parent / "attacks"
+REPO = Path(__file__).resolve().parents[2]
+HONEST = "def f(x):\n    return x + 1\n"
+
+NO_ISOLATION = "the none backend runs candidates as the grader's user, in the host's namespaces"
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def known_failure(backend: str, reason: str, *, run: bool = True) -> pytest.MarkDecorator:
+    """Declare that ``backend`` is known to fail this test, and why.
+
+    Becomes ``xfail(strict=True)`` for that backend's parametrization only; with
+    ``run=False`` the test is not even started there (used where the attack
+    would damage the host when nothing isolates it).
+    """
+    return pytest.mark.known_failure(backend, reason=reason, run=run)
+
+
+
+
+
+def attack(name: str) -> str:
+    """The source of ``attacks/<name>.py``: a candidate program."""
+    return (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
+
+
+def error_case(fn: str, *args: Any, error: str, **kw: Any) -> HiddenCase:
+    """A case that expects an exception, its name canonical as the case loader makes it."""
+    return make_case(fn, *args, error=resolve_error_name(error), **kw)
+
+
+class _Hung(Exception):
+    """Raised by the watchdog alarm inside a ``Sandbox.run`` that does not return."""
+
+
+def run_bounded(
+    sb: Any, code: str, cases: list[HiddenCase], *, fn: str = "f",
+    limit_s: float | None = None, limits: Limits | None = None,
+) -> tuple[RunResult, float]:
+    """``sb.run`` under a watchdog; returns the result and the host-measured seconds.
+
+    Fails the test (instead of hanging the suite) if ``run`` does not return,
+    and fails it if ``run`` raises: the runner must never raise for anything a
+    candidate does. Runs on the calling (main) thread: a worker started from a
+    short-lived thread is killed when that thread ends (bwrap's
+    ``--die-with-parent`` is a per-thread parent-death signal), which
+    ``test_workers_survive_the_thread_that_started_them`` checks on its own.
+    """
+    lim = limits or sb.limits
+    bound = limit_s if limit_s is not None else lim.candidate_timeout_s + WORKER_GRACE_S + 10.0
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, bound)
+    t0 = time.monotonic()
+    try:
+        res = sb.run(code, fn, cases, limits=limits)
+    except _Hung:
+        pytest.fail(f"Sandbox.run did not return within {bound:.1f} s: the grader hung")
+    except Exception as exc:
+        raise AssertionError(
+            f"Sandbox.run raised {type(exc).__name__}: {str(exc)[:300]} (it must return a "
+            "RunResult for anything the candidate does)"
+        ) from exc
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return res, time.monotonic() - t0
+
+
+def outcomes(cases: list[HiddenCase], res: RunResult) -> list[str]:
+    """The judged outcome of each case."""
+    assert len(res.observations) == len(cases), res
+    return [judge_case(c, o).outcome for c, o in zip(cases, res.observations, strict=True)]
+
+
+def assert_still_grades(sb: Any) -> None:
+    """The sandbox grades an honest candidate correctly (after whatever came before)."""
+    cases = [make_case("f", i, expect=i + 1) for i in range(3)]
+    res, elapsed = run_bounded(sb, HONEST, cases)
+    assert res.infra_error is None, f"honest candidate got an infra_error: {res.infra_error}"
+    assert outcomes(cases, res) == ["ok"] * 3, f"honest candidate not graded ok: {res}"
+    assert elapsed < 5.0, f"honest candidate took {elapsed:.1f} s"
+
+
+def proc_marker() -> str:
+    """A unique name that fits in a process's ``comm`` (15 bytes)."""
+    return "gbx" + secrets.token_hex(6)
+
+
+# ---------------------------------------------------------- host-side process probes
+
+
+def _read(path: str, limit: int = 1 << 16) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def marked_tasks(marker: str) -> list[str]:
+    """Every process or thread on the host whose cmdline, comm or environ has the marker."""
+    needle = marker.encode()
+    me = os.getpid()
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        base = f"/proc/{pid}"
+        texts = [_read(f"{base}/cmdline"), _read(f"{base}/comm"), _read(f"{base}/environ")]
+        try:
+            tids = os.listdir(f"{base}/task")
+        except OSError:
+            tids = []
+        hits = [t for t in tids if needle in _read(f"{base}/task/{t}/comm")]
+        if hits or any(needle in t for t in texts):
+            state = next((ln for ln in _read(f"{base}/status").splitlines()
+                          if ln.startswith(b"State:")), b"State: ?")
+            cmd = texts[0].replace(b"\0", b" ")[:120].decode("ascii", "replace")
+            found.append(f"pid {pid} ({state.decode().split(None, 1)[-1]}) "
+                         f"{len(hits)} marked threads: {cmd}")
+    return found
+
+
+def survivors(marker: str, grace_s: float = 0.5) -> list[str]:
+    """Marked tasks still present after ``grace_s`` (time to be reaped)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        left = marked_tasks(marker)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def kill_marked(marker: str) -> None:
+    """Clean-up for backends known to let processes escape (never signals the test)."""
+    for line in marked_tasks(marker):
+        pid = int(line.split()[1])
+        with contextlib.suppress(OSError):
+            os.kill(pid, 9)
+
+
+@dataclass
+class ProcWatch:
+    """Samples the host's ``/proc`` while a run is going, for one marker."""
+
+    marker: str
+    peak_tasks: int = 0
+    peak_rss_mb: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> ProcWatch:
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        needle = self.marker.encode()
+        while not self._stop.is_set():
+            tasks, rss_kb = 0, 0
+            for pid in os.listdir("/proc"):
+                if not pid.isdigit():
+                    continue
+                try:
+                    tids = os.listdir(f"/proc/{pid}/task")
+                except OSError:
+                    continue
+                n = sum(needle in _read(f"/proc/{pid}/task/{t}/comm") for t in tids)
+                if n or needle in _read(f"/proc/{pid}/cmdline"):
+                    tasks += max(n, 1)
+                    for ln in _read(f"/proc/{pid}/status").splitlines():
+                        if ln.startswith(b"VmRSS:"):
+                            rss_kb += int(ln.split()[1])
+            self.peak_tasks = max(self.peak_tasks, tasks)
+            self.peak_rss_mb = max(self.peak_rss_mb, rss_kb / 1024)
+            self._stop.wait(0.02)
+
+
+def host_rss_mb() -> float:
+    """Resident memory of the test process itself."""
+    for ln in _read("/proc/self/status").splitlines():
+        if ln.startswith(b"VmRSS:"):
+            return int(ln.split()[1]) / 1024
+    return 0.0
+
+
+def open_fds() -> int:
+    """Descriptors open in the test process."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+
+# --------------------------------------------------------------- host clean-up
+
+
+def cleanup_ipc_and_keys(marker: str) -> None:
+    """Remove host IPC objects and keys a leaking backend may have left (best effort)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    name = ("/" + marker).encode()
+    libc.mq_unlink(name)
+    libc.sem_unlink(name)
+    shmid = libc.shmget(zlib.crc32(marker.encode()) & 0x7FFFFFFF, 0, 0)
+    if shmid >= 0:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+    kid = libc.syscall(249, b"user", marker.encode(), None, ctypes.c_long(0))
+    if kid > 0:
+        libc.syscall(250, 21, ctypes.c_long(kid))  # KEYCTL_INVALIDATE
+    for d in ("/tmp", "/dev/shm"):
+        for name_ in os.listdir(d):
+            if marker in name_:
+                p = os.path.join(d, name_)
+                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+
+
+def _unicode_problems(value: Any, path: str = "$") -> list[str]:
+    """Strings in a result that are not valid Unicode (a results file could not be written)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return [path]
+        return []
+    if isinstance(value, dict):
+        return [p for k, v in value.items()
+                for p in [*_unicode_problems(k, f"{path}<key>"),
+                          *_unicode_problems(v, f"{path}.{k!r}")]]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [p for i, v in enumerate(value) for p in _unicode_problems(v, f"{path}[{i}]")]
+    return []
+
+
+def assert_valid_unicode(res: RunResult) -> None:
+    bad = _unicode_problems(asdict(res))
+    assert not bad, f"RunResult holds strings that are not valid Unicode at {bad}: {res!r:.400}"
+
+
+def assert_contained(res: RunResult, cases: list[Any]) -> list[str]:
+    """Common checks after an attack: not an infra_error, no case ok, valid Unicode."""
+    assert res.infra_error is None, (
+        f"the candidate turned its run into an infra_error ({res.infra_error!r}): a grader "
+        "failure is never a candidate failure, so this hides a failing candidate"
+    )
+    got = outcomes(cases, res)
+    assert "ok" not in got, f"attack was judged ok: {got} {res!r:.400}"
+    assert_valid_unicode(res)
+    return got
+
+
+# ------------------------------------------------------------------------ basics
+
+
+def test_backend_is_the_one_asked_for(shared_sandbox: Any, sandbox_backend: str) -> None:
+    assert shared_sandbox.backend == sandbox_backend
+    assert_still_grades(shared_sandbox)
+
+
+def test_workers_survive_the_thread_that_started_them(fresh_sandbox: Any) -> None:
+    # A service grades from many threads. Thread A finds no live worker and starts
+    # one, grades, and ends; thread B, queued behind A, gets that worker and runs a
+    # slow honest candidate. The worker must not die with thread A.
+    sb = fresh_sandbox()
+    run_bounded(sb, attack("kill_parent"), [make_case("f", 1, expect=2)])  # no live worker now
+    quick = [make_case("f", 1, expect=2)]
+    slow = [make_case("f", i, expect=i + 1) for i in range(2)]
+    results: dict[str, Any] = {}
+
+    def grade(name: str, code: str, cases: list[HiddenCase]) -> None:
+        results[name] = sb.run(code, "f", cases)
+        time.sleep(0.3)  # e.g. writing the row; then this thread ends, while B runs
+
+    a = threading.Thread(target=grade, args=("a", HONEST, quick))
+    b = threading.Thread(target=grade, args=("b", attack("honest_slow"), slow))
+    a.start()
+    time.sleep(0.05)
+    b.start()
+    a.join(30)
+    b.join(30)
+    assert outcomes(quick, results["a"]) == ["ok"], results["a"]
+    assert outcomes(slow, results["b"]) == ["ok", "ok"], (
+        f"an honest candidate crashed when the thread that started its worker ended: "
+        f"{results['b']}")
+
+
+# ------------------------------------------------------- hidden cases stay hidden
+
+
+def _write_hidden(dirs: list[Path], marker: str, expects: list[str], canary: str) -> list[Path]:
+    paths = [d / "hidden.jsonl" for d in dirs]
+    lines = [json.dumps({"fn": "f", "args": [[str(p) for p in paths], canary],
+                         "expect": e, "name": marker, "timeout_s": 8.0}) for e in expects]
+    for p in paths:
+        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        p.chmod(0o644)
+    return paths
+
+
+@known_failure("none", "the candidate reads the hidden file by its path; the full scan would "
+               "also read other host processes' pipes, so it is not run", run=False)
+def test_hidden_cases_and_expected_values_stay_out(
+    shared_sandbox: Any, host_dir: Path, repo_dir: Path, decoy_grader: Any,
+) -> None:
+    marker = "GBX-HIDDEN-" + secrets.token_hex(8)
+    expects = [f"GBX-EXPECT-{i}-" + secrets.token_hex(8) for i in range(3)]
+    canary = "GBX-CANARY-" + secrets.token_hex(8)
+    paths = _write_hidden([host_dir, repo_dir], marker, expects, canary)
+    cases, problems = load_hidden(paths[0])
+    assert not problems and len(cases) == 3
+    decoy_grader(["gradebox", "grade", "--hidden", str(paths[0]), "--name", marker],
+                 {"GBX_DECOY_MARKER": marker})
+    limits = replace(LIMITS, candidate_timeout_s=10.0)
+    res, _ = run_bounded(shared_sandbox, attack("hidden_scan"), cases, limits=limits)
+    assert res.infra_error is None, res.infra_error
+    obs = res.observations[0]
+    assert obs.status == "returned", f"the scanner's report did not come back: {obs}"
+    assert canary in obs.value, "the scanner did not even find its own argument: it is broken"
+    seen = repr(res)
+    for secret in [marker, *expects]:
+        assert secret not in seen, f"the candidate found {secret}:\n{_context(seen, secret)}"
+
+
+def _context(text: str, needle: str) -> str:
+    i = text.find(needle)
+    return text[max(0, i - 600): i + 200]
+
+
+@known_failure("none", NO_ISOLATION + ": the hidden file is readable by its path")
+def test_hidden_file_cannot_be_read_by_path(
+    shared_sandbox: Any, host_dir: Path, repo_dir: Path,
+) -> None:
+    marker = "GBX-HIDDEN-" + secrets.token_hex(8)
+    expect = "GBX-EXPECT-" + secrets.token_hex(8)
+    canary = "GBX-CANARY-" + secrets.token_hex(8)
+    paths = _write_hidden([host_dir, repo_dir], marker, [expect], canary)
+    cases, _ = load_hidden(paths[0])
+    res, _ = run_bounded(shared_sandbox, attack("hidden_direct_read"), cases)
+    assert res.observations[0].status == "returned", res
+    assert res.observations[0].value[0] == canary
+    assert marker not in repr(res) and expect not in repr(res), res.observations[0].value
+
+
+# ------------------------------------------------------------- environment
+
+
+@known_failure("none", NO_ISOLATION + ": /proc/<grader>/environ is readable")
+def test_grader_environment_is_not_visible(
+    monkeypatch: pytest.MonkeyPatch, fresh_sandbox: Any, decoy_grader: Any,
+) -> None:
+    keys = {"OPENAI_API_KEY": "sk-gbx-" + secrets.token_hex(12),
+            "GRADEBOX_JUDGE_API_KEY": "gbx-judge-" + secrets.token_hex(12)}
+    for k, v in keys.items():
+        monkeypatch.setenv(k, v)
+    decoy_grader(["gradebox", "grade"], keys)  # a grader started with the keys in its env
+    sb = fresh_sandbox()  # its worker starts now, with the keys in our environment
+    res, _ = run_bounded(sb, attack("env_scan"), [make_case("f")], fn="f")
+    assert res.observations[0].status == "returned", res
+    report = res.observations[0].value
+    assert "PATH" in report, "the scanner did not report its own environment: it is broken"
+    seen = repr(res)
+    for name, value in keys.items():
+        assert value not in seen, f"{name} leaked:\n{_context(seen, value)}"
+
+
+# ----------------------------------------------------------------- network
+
+
+@known_failure("none", NO_ISOLATION + ": the host network is reachable")
+def test_no_network(shared_sandbox: Any, listeners: Any) -> None:
+    cases = [make_case("f", listeners.targets, expect=None)]
+    res, _ = run_bounded(shared_sandbox, attack("network"), cases)
+    time.sleep(0.3)  # let the servers record late arrivals
+    assert res.observations[0].status == "returned", res
+    report: dict[str, str] = res.observations[0].value
+    assert listeners.received == [], f"the test's servers were reached: {listeners.received}"
+    # A UDP send "succeeds" into the sandbox's own loopback too; for UDP only the
+    # servers' side counts. Connections, and answers from resolvers, must all fail.
+    reached = {k: v for k, v in report.items()
+               if not v.startswith("failed") and not k.startswith("udp ")}
+    assert not reached, f"the candidate reached: {reached}"
+    assert len(report) >= 6, report
+
+
+# ------------------------------------------------------ writes outside scratch
+
+
+@known_failure("none", NO_ISOLATION + ": it would write into the host's /, /etc and repo",
+               run=False)
+def test_no_writes_outside_scratch(
+    shared_sandbox: Any, host_dir: Path, repo_dir: Path,
+) -> None:
+    marker = proc_marker()
+    host_dirs = [str(host_dir), str(repo_dir), str(REPO), str(REPO / "sandbox" / "child"),
+                 sysconfig.get_paths()["purelib"], "/root", str(Path.home()), "/var/tmp",
+                 "/usr/lib/python3", os.path.dirname(os.__file__)]
+    cases = [make_case("f", host_dirs, marker, expect=None)]
+    res, _ = run_bounded(shared_sandbox, attack("write_outside"), cases)
+    assert res.observations[0].status == "returned", res
+    report: dict[str, str] = res.observations[0].value
+    assert report.get("scratch") == "scratch works", "writing in the scratch dir must work"
+    check = {*host_dirs, "/", "/usr", "/etc", "/usr/local", "/tmp", "/dev/shm", os.getcwd()}
+    appeared = [str(p) for d in check if os.path.isdir(d) for p in Path(d).glob(f"*{marker}*")]
+    assert not appeared, f"files appeared on the host: {appeared}"
+
+
+# ---------------------------------------------------------------- time limits
+
+
+@pytest.mark.parametrize("name", ["loop_forever", "loop_ignoring_signals"])
+def test_infinite_loop_times_out_and_later_case_runs(shared_sandbox: Any, name: str) -> None:
+    cases = [make_case("f", 0, expect=1), make_case("f", 1, expect=2)]
+    res, elapsed = run_bounded(shared_sandbox, attack(name), cases)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res) == ["timeout", "ok"], res
+    bound = LIMITS.case_timeout_s + CASE_GRACE_S
+    assert elapsed <= bound, f"a {LIMITS.case_timeout_s} s case ran {elapsed:.2f} s"
+
+
+def test_spinning_threads_do_not_outlive_the_candidate(shared_sandbox: Any) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", 1, marker, expect=2)]
+    res, elapsed = run_bounded(shared_sandbox, attack("spinning_threads"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res)[0] in ("ok", "timeout"), res
+    assert elapsed <= LIMITS.candidate_timeout_s + CASE_GRACE_S, elapsed
+    left = survivors(marker)
+    assert not left, f"threads outlived the candidate: {left}"
+    assert_still_grades(shared_sandbox)
+
+
+@known_failure("none", "a setsid daemon leaves the process group that the none backend kills")
+def test_setsid_daemon_does_not_survive(shared_sandbox: Any, host_dir: Path) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", 1, marker, str(host_dir), expect=2)]
+    try:
+        res, elapsed = run_bounded(shared_sandbox, attack("setsid_daemon"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, (
+            f"run took {elapsed:.2f} s: the grader waited for the daemon (or its pipes)")
+        left = survivors(marker)
+        assert not left, f"the daemon survived the candidate: {left}"
+        time.sleep(1.3)  # a surviving daemon would now have written its files
+        assert not list(host_dir.iterdir()), list(host_dir.iterdir())
+        look = [make_case("look", "background_process", "daemon-" + marker)]
+        res2, _ = run_bounded(shared_sandbox, attack("leave_behind"), look, fn="look")
+        assert res2.observations[0].status == "returned", res2
+        assert res2.observations[0].value == [], f"next candidate found: {res2.observations[0]}"
+        assert_still_grades(shared_sandbox)
+    finally:
+        kill_marked(marker)
+        cleanup_ipc_and_keys(marker)
+
+
+def test_child_ignoring_sigterm_is_killed(shared_sandbox: Any) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", 1, marker, expect=2)]
+    try:
+        res, elapsed = run_bounded(shared_sandbox, attack("sigterm_child"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert elapsed <= LIMITS.candidate_timeout_s + CASE_GRACE_S, elapsed
+        left = survivors(marker)
+        assert not left, f"children outlived the candidate: {left}"
+        assert_still_grades(shared_sandbox)
+    finally:
+        kill_marked(marker)
+
+
+# ------------------------------------------- the grader: not down, hung or forged
+
+_TAKEDOWN = [
+    pytest.param("kill_parent", id="kill_parent"),
+    pytest.param("kill_everything", id="kill_everything", marks=known_failure(
+        "none", "kill(-1, SIGKILL) as the grader's user would kill the host's processes",
+        run=False)),
+    pytest.param("kill_init", id="kill_init", marks=known_failure(
+        "none", "signals to the host's PID 1", run=False)),
+    pytest.param("stop_parent", id="stop_parent"),
+    pytest.param("stop_everything", id="stop_everything", marks=known_failure(
+        "none", "kill(-1, SIGSTOP) as the grader's user would freeze the host", run=False)),
+]
+
+
+@pytest.mark.parametrize("name", _TAKEDOWN)
+def test_killing_or_stopping_the_sandbox_is_contained(fresh_sandbox: Any, name: str) -> None:
+    sb = fresh_sandbox(candidate_timeout_s=1.5)
+    assert_still_grades(sb)
+    fds = open_fds()
+    cases = [make_case("f", 1, expect=2)]
+    res, elapsed = run_bounded(sb, attack(name), cases)
+    bound = sb.limits.candidate_timeout_s + WORKER_GRACE_S
+    assert elapsed <= bound, f"the grader took {elapsed:.1f} s (bound {bound} s)"
+    assert res.infra_error is None, (
+        f"infra_error {res.infra_error!r}: the candidate caused it, so it must be its failure")
+    if name != "kill_init":
+        assert outcomes(cases, res) != ["ok"], res
+    assert_still_grades(sb)
+    assert open_fds() <= fds, "the grader leaks descriptors for each broken worker"
+
+
+def test_garbage_on_every_descriptor(shared_sandbox: Any) -> None:
+    cases = [make_case("f", 1, expect=2), make_case("f", 2, expect=3)]
+    res, _ = run_bounded(shared_sandbox, attack("fd_garbage"), cases)
+    assert_contained(res, cases)
+    assert_still_grades(shared_sandbox)
+
+
+def test_fake_frames_on_stdout_and_stderr_are_only_output(shared_sandbox: Any) -> None:
+    cases = [make_case("f", 1, expect=2)]
+    res, _ = run_bounded(shared_sandbox, attack("fake_frames_output"), cases)
+    assert assert_contained(res, cases) == ["wrong"], res
+    assert "GBX-FAKE-FRAMES-PRINTED" in res.stdout, res.stdout[-300:]
+    assert_still_grades(shared_sandbox)
+
+
+@pytest.mark.parametrize("mode", ["deep", "float_index", "surrogate", "surrogate_raised",
+                                  "nan", "oversized", "truncated"])
+def test_forged_result_frames_cannot_break_the_grader(shared_sandbox: Any, mode: str) -> None:
+    cases = [make_case("f", 0, mode, 0, expect=1), make_case("f", 1, "none", 0, expect=2)]
+    res, _ = run_bounded(shared_sandbox, attack("forge_result_pipe"), cases)
+    got = assert_contained(res, cases)
+    assert got[0] != "ok", got
+    assert_still_grades(shared_sandbox)
+
+
+def test_forged_frames_near_the_json_depth_limit(shared_sandbox: Any) -> None:
+    # Nesting just under what the zygote's parser accepts can still be too deep for
+    # the grader's (its stack is deeper); a sweep finds the band, wherever it is.
+    code = attack("forge_result_pipe")
+    for depth in range(900, 1000):
+        cases = [make_case("f", 0, "near_limit", depth, expect=1)]
+        try:
+            res, _ = run_bounded(shared_sandbox, code, cases)
+            assert_contained(res, cases)
+        except AssertionError as exc:
+            raise AssertionError(f"forged frame nested {depth} deep: {exc}") from exc
+    assert_still_grades(shared_sandbox)
+
+
+def test_exit_mid_run_is_a_crash_not_a_pass(shared_sandbox: Any) -> None:
+    cases = [make_case("f", i, expect=i + 1) for i in range(3)]
+    res, _ = run_bounded(shared_sandbox, attack("exit_mid_run"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res) == ["ok", "crash", "ok"], res
+
+
+def test_sys_exit_is_an_error_unless_named(shared_sandbox: Any) -> None:
+    cases = [
+        make_case("f", "sys_exit", expect="sys_exit"),
+        error_case("f", "sys_exit", error="Exception"),
+        error_case("f", "system_exit", error="SystemExit"),
+        error_case("f", "keyboard_interrupt", error="Exception"),
+        error_case("f", "keyboard_interrupt", error="KeyboardInterrupt"),
+    ]
+    res, _ = run_bounded(shared_sandbox, attack("sys_exit"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res) == ["error", "error", "ok", "error", "ok"], res
+
+
+def test_exit_hooks_cannot_hang_or_forge(shared_sandbox: Any) -> None:
+    cases = [make_case("f", 1, expect=2)]
+    res, elapsed = run_bounded(shared_sandbox, attack("atexit_hooks"), cases)
+    assert assert_contained(res, cases) == ["wrong"], res
+    assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, f"took {elapsed:.2f} s"
+    assert_still_grades(shared_sandbox)
+
+
+def test_monkeypatching_the_harness_cannot_forge_a_pass(shared_sandbox: Any) -> None:
+    cases = [make_case("f", 1, expect=2), make_case("f", 2, expect=3),
+             error_case("f", 3, error="TypeError")]
+    res, _ = run_bounded(shared_sandbox, attack("monkeypatch_harness"), cases)
+    assert_contained(res, cases)
+    assert_still_grades(shared_sandbox)
+
+
+@pytest.mark.parametrize("mode", ["plain", "builtins_name", "patched_builtins",
+                                  "class_property", "mro_property", "patched_stdlib"])
+def test_lookalike_exception_is_an_error(shared_sandbox: Any, mode: str) -> None:
+    expected = "json.JSONDecodeError" if mode == "patched_stdlib" else "TypeError"
+    cases = [error_case("f", mode, error=expected)]
+    res, _ = run_bounded(shared_sandbox, attack("lookalike_exception"), cases)
+    assert res.observations[0].status == "raised", res
+    assert assert_contained(res, cases) == ["error"], res.observations[0].raised
+
+
+@pytest.mark.parametrize("kind, expect", [
+    ("int", 2), ("float", 2.0), ("str", "2"), ("list", [2]), ("tuple", (2,)),
+    ("dict", {"v": 2}), ("object", 2),
+])
+def test_always_equal_result_is_wrong(shared_sandbox: Any, kind: str, expect: Any) -> None:
+    cases = [make_case("f", kind, expect=expect)]
+    res, _ = run_bounded(shared_sandbox, attack("always_equal"), cases)
+    assert assert_contained(res, cases) == ["wrong"], res
+
+
+@pytest.mark.parametrize("kind, outcome", [
+    ("cycle_list", "wrong"), ("cycle_dict", "wrong"), ("deep", "wrong"),
+    ("surrogate", "wrong"), ("surrogate_key", "wrong"), ("huge", "wrong"),
+    ("raise_surrogate", "error"), ("print_surrogate", "ok"),
+])
+def test_unencodable_results_are_outcomes(shared_sandbox: Any, kind: str, outcome: str) -> None:
+    cases = [make_case("f", kind, expect="printed")]
+    res, _ = run_bounded(shared_sandbox, attack("weird_values"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res) == [outcome], res
+    assert_valid_unicode(res)
+
+
+# ------------------------------------------------------ nothing left behind
+
+_SHARED_IPC = "shares the host's IPC namespace"
+_LEFTOVERS = [
+    pytest.param("tmp_file", marks=known_failure("none", "/tmp is the host's /tmp")),
+    pytest.param("dev_shm_file", marks=known_failure("none", "/dev/shm is the host's")),
+    pytest.param("scratch_file"),
+    pytest.param("home_file"),
+    pytest.param("locked_dir"),
+    pytest.param("deep_tree"),
+    pytest.param("posix_shm", marks=known_failure("none", "/dev/shm is the host's")),
+    pytest.param("posix_semaphore", marks=known_failure("none", "/dev/shm is the host's")),
+    pytest.param("posix_mqueue", marks=known_failure("none", _SHARED_IPC)),
+    pytest.param("sysv_shm", marks=known_failure("none", _SHARED_IPC)),
+    pytest.param("user_keyring", marks=known_failure("none", "shares the host's keyrings")),
+    pytest.param("background_process", marks=known_failure(
+        "none", "a setsid daemon leaves the process group that the none backend kills")),
+]
+
+
+@pytest.mark.parametrize("kind", _LEFTOVERS)
+def test_nothing_left_for_the_next_candidate(shared_sandbox: Any, kind: str) -> None:
+    marker = proc_marker()
+    code = attack("leave_behind")
+    try:
+        res1, _ = run_bounded(shared_sandbox, code, [make_case("plant", kind, marker)], fn="plant")
+        assert res1.infra_error is None, (
+            f"planting {kind} made the run an infra_error ({res1.infra_error!r}): the candidate "
+            "caused it, so it must be the candidate's failure")
+        assert res1.observations[0].status == "returned", res1
+        assert res1.observations[0].value == "planted", res1.observations[0].value
+        res2, _ = run_bounded(shared_sandbox, code, [make_case("look", kind, marker)], fn="look")
+        assert res2.observations[0].status == "returned", res2
+        assert res2.observations[0].value == [], (
+            f"the next candidate found what the previous one left: {res2.observations[0].value}")
+    finally:
+        kill_marked(marker)
+        cleanup_ipc_and_keys(marker)
+
+
+# ------------------------------------------------------------ exhausting the host
+
+
+@known_failure("none", "no process limit for root and no PID namespace", run=False)
+def test_fork_bomb_is_contained(shared_sandbox: Any) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", marker, expect=None)]
+    try:
+        with ProcWatch(marker) as watch:
+            res, elapsed = run_bounded(shared_sandbox, attack("fork_bomb"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert outcomes(cases, res) != ["ok"], res
+        assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S + 1.0, f"took {elapsed:.1f} s"
+        assert watch.peak_tasks >= 16, "the bomb did not go off: the attack is broken"
+        assert watch.peak_tasks <= LIMITS.max_procs + 8, (
+            f"{watch.peak_tasks} processes at once (limit {LIMITS.max_procs})")
+        assert not survivors(marker), survivors(marker)
+        assert_still_grades(shared_sandbox)
+    finally:
+        kill_marked(marker)
+
+
+def test_thread_bomb_is_contained(shared_sandbox: Any) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", marker, expect=None)]
+    with ProcWatch(marker) as watch:
+        res, elapsed = run_bounded(shared_sandbox, attack("thread_bomb"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert res.observations[0].status != "returned", "3000 threads started: no limit held"
+    assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, f"took {elapsed:.1f} s"
+    # (address space usually stops it first: each thread reserves a stack and an arena)
+    assert watch.peak_tasks >= 8, "the bomb did not go off: the attack is broken"
+    assert watch.peak_tasks <= LIMITS.max_procs + 8, f"{watch.peak_tasks} threads at once"
+    assert not survivors(marker), survivors(marker)
+    assert_still_grades(shared_sandbox)
+
+
+@pytest.mark.parametrize("mode", ["8gib", "gradual"])
+def test_memory_balloon_is_contained(shared_sandbox: Any, mode: str) -> None:
+    marker = proc_marker()
+    cases = [make_case("f", mode, marker, expect=None)]
+    with ProcWatch(marker) as watch:
+        res, elapsed = run_bounded(shared_sandbox, attack("memory_balloon"), cases)
+    obs = res.observations[0]
+    assert res.infra_error is None, res.infra_error
+    assert obs.status in ("raised", "crash", "timeout"), obs
+    if obs.status == "raised":
+        assert obs.raised is not None and "builtins.MemoryError" in obs.raised.mro, obs
+    assert watch.peak_rss_mb <= LIMITS.memory_mb + 64, f"{watch.peak_rss_mb:.0f} MiB resident"
+    if mode == "gradual":
+        assert watch.peak_rss_mb >= LIMITS.memory_mb / 2, "the balloon did not grow: broken attack"
+    assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, f"took {elapsed:.1f} s"
+    assert_still_grades(shared_sandbox)
+
+
+@known_failure("none", "only per-process rlimits, no limit on a process tree")
+def test_memory_of_a_process_tree_is_bounded(shared_sandbox: Any) -> None:
+    # RLIMIT_AS is per process: 4 children x 400 MiB each stay under a 512 MiB
+    # limit. With the default limits (64 processes x 1 GiB) a tree could hold 64 GiB.
+    marker = proc_marker()
+    cases = [make_case("f", 4, 400, marker, expect=None, timeout_s=4.0)]
+    try:
+        with ProcWatch(marker) as watch:
+            res, _ = run_bounded(shared_sandbox, attack("memory_many_procs"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert watch.peak_tasks >= 2, "the children were never seen: the attack is broken"
+        bound = LIMITS.memory_mb * 1.25
+        assert watch.peak_rss_mb <= bound, (
+            f"the candidate's processes held {watch.peak_rss_mb:.0f} MiB at once "
+            f"(memory limit {LIMITS.memory_mb} MiB): the limit does not bound a process tree")
+        assert_still_grades(shared_sandbox)
+    finally:
+        kill_marked(marker)
+
+
+@pytest.mark.parametrize("where", [
+    pytest.param("scratch", marks=known_failure("none", "the scratch dir is a host dir "
+                                                "without a size limit")),
+    pytest.param("tmp", marks=known_failure("none", "/tmp is the host's /tmp")),
+    pytest.param("shm", marks=known_failure("none", "/dev/shm is the host's")),
+])
+def test_disk_fill_is_contained(shared_sandbox: Any, where: str) -> None:
+    marker = proc_marker()
+    cap_mb = 4 * LIMITS.scratch_mb
+    cases = [make_case("f", where, cap_mb, marker, expect=None, timeout_s=4.0)]
+    try:
+        res, _ = run_bounded(shared_sandbox, attack("disk_fill"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert res.observations[0].status != "returned", (
+            f"wrote {cap_mb} MiB to {where} (size limit {LIMITS.scratch_mb} MiB)")
+        on_host = [n for d in ("/tmp", "/dev/shm") for n in os.listdir(d) if marker in n]
+        assert not on_host, f"files on the host: {on_host}"
+        assert_still_grades(shared_sandbox)
+    finally:
+        cleanup_ipc_and_keys(marker)
+
+
+@pytest.mark.parametrize("mode", ["gib_stdout", "forever_stdout", "forever_stderr"])
+def test_output_flood_is_capped(shared_sandbox: Any, mode: str) -> None:
+    timeout = 4.0 if mode == "gib_stdout" else None
+    cases = [make_case("f", mode, expect="flooded", timeout_s=timeout)]
+    rss = host_rss_mb()
+    res, elapsed = run_bounded(shared_sandbox, attack("output_flood"), cases)
+    assert res.infra_error is None, res.infra_error
+    cap = LIMITS.output_bytes + 200  # room for a "bytes dropped" note
+    assert len(res.stdout) <= cap and len(res.stderr) <= cap, (len(res.stdout), len(res.stderr))
+    assert len(res.stdout) + len(res.stderr) >= LIMITS.output_bytes, "the output was not kept"
+    assert host_rss_mb() - rss < 100, "the grader's memory grew with the flood"
+    if mode != "gib_stdout":
+        assert outcomes(cases, res) == ["timeout"], res
+        assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, f"took {elapsed:.1f} s"
+    assert_still_grades(shared_sandbox)
+
+
+# ----------------------------------------------------- honest candidates pass
+
+_HONEST = {
+    "print_a_lot": [make_case("f", 1, expect=2)],
+    "deep_recursion": [make_case("f", 10_000, expect=10_000)],
+    "threads": [make_case("f", 8, expect=sum(sum(range(i * 1000)) for i in range(8)))],
+    "big_int": [make_case("f", 10_000, expect=2**10_000), make_case("f", 64, expect=2**64)],
+    "float_tol": [make_case("f", [0.1, 0.2], expect=[0.3, 0.15], tol=1e-9)],
+    "main_guard": [make_case("f", 1, expect=2)],
+    "scratch_file": [make_case("f", "hello", expect="hellohello")],
+    "stdlib": [make_case("f", "abca", expect=[3, "a", 4, "1/2", "0.3", [1, 4], 2, True,
+                                              "abc", 24])],
+    "raises": [make_case("f", 2, expect=True), error_case("f", "x", error="TypeError"),
+               error_case("f", True, error="TypeError"),
+               error_case("f", "subclass", error="TypeError"),
+               error_case("f", "json", error="json.JSONDecodeError"),
+               error_case("f", "json", error="ValueError")],
+    "slow": [make_case("f", 1, expect=2)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HONEST))
+def test_honest_candidate_passes(shared_sandbox: Any, name: str) -> None:
+    cases = _HONEST[name]
+    res, _ = run_bounded(shared_sandbox, attack("honest_" + name), cases)
+    assert res.infra_error is None, res.infra_error
+    got = [judge_case(c, o) for c, o in zip(cases, res.observations, strict=True)]
+    assert [g.outcome for g in got] == ["ok"] * len(cases), (got, res)
+    if name == "print_a_lot":
+        assert res.stdout.startswith("line 00000 "), res.stdout[:100]
+
+
+def test_limits_used_here_are_small() -> None:
+    # The bounds in this suite are derived from LIMITS; keep them fast.
+    assert isinstance(LIMITS, Limits)
+    assert LIMITS.case_timeout_s <= 1.0 and LIMITS.candidate_timeout_s <= 5.0
