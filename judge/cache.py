@@ -1,13 +1,14 @@
 """A persistent reply cache: SQLite in WAL mode, keyed by the full request.
 
 The key is the SHA-256 of a canonical JSON document holding everything that
-decides the reply: cache format, endpoint base URL, model, the messages (as
-sent in structured-output mode), the reply schema, the rubric's name, version
-and content digest, the code's SHA-256, the seed and the temperature. Change
-any of them and the request is new.
+decides the reply: cache format, endpoint base URL, model, each message's role
+and SHA-256 (as sent in structured-output mode), the reply schema's SHA-256,
+the rubric's name, version and content digest, the code's SHA-256, the seed
+and the temperature. Change any of them and the request is new.
 
-What is stored is the reply as received (:class:`~judge.types.Reply`), not the
-verdict: a cached reply is checked again on every hit, so a stricter checker
+What is stored is the reply as received (:class:`~judge.types.Reply`), with
+the request that was sent beside it for audit (:meth:`ReplyCache.request`), not
+the verdict: a cached reply is checked again on every hit, so a stricter checker
 applies to old replies too, and a reply that broke protocol stays
 ``needs_review`` on re-grading at no cost. Only completed exchanges are
 stored; an unavailable endpoint stores nothing.
@@ -23,6 +24,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
     key TEXT PRIMARY KEY,
     reply TEXT NOT NULL,
+    request TEXT NOT NULL,
     created REAL NOT NULL
 )
 """
@@ -46,8 +49,8 @@ def cache_key(
     *,
     base_url: str,
     model: str,
-    messages: list[Any],
-    schema: dict[str, Any],
+    messages: Sequence[Mapping[str, Any]],
+    schema_sha256: str,
     rubric: tuple[str, str, str],
     code: str,
     seed: int,
@@ -58,8 +61,8 @@ def cache_key(
     Args:
         base_url: The endpoint.
         model: The model asked.
-        messages: The chat messages (structured-output form).
-        schema: The reply schema.
+        messages: The chat messages (structured-output form); each is hashed.
+        schema_sha256: SHA-256 of the reply schema (:attr:`judge.reply.ReplyChecker.schema_sha256`).
         rubric: The rubric's name, version and digest.
         code: The candidate code as extracted (hashed).
         seed: The seed sent.
@@ -72,15 +75,19 @@ def cache_key(
         "format": CACHE_FORMAT,
         "base_url": base_url.rstrip("/"),
         "model": model,
-        "messages": messages,
-        "schema": schema,
+        "messages": [[m["role"], _sha256(str(m["content"]))] for m in messages],
+        "schema_sha256": schema_sha256,
         "rubric": list(rubric),
-        "code_sha256": hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest(),
+        "code_sha256": _sha256(code),
         "seed": seed,
         "temperature": temperature,
     }
     canonical = json.dumps(document, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return _sha256(canonical)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ReplyCache:
@@ -106,14 +113,26 @@ class ReplyCache:
             row = self._db.execute("SELECT reply FROM replies WHERE key = ?", (key,)).fetchone()
         return None if row is None else Reply.from_json(json.loads(row[0]))
 
-    def put(self, key: str, reply: Reply) -> None:
-        """Store ``reply`` under ``key`` (replacing any earlier one)."""
-        value = json.dumps(reply.to_json())  # ASCII: lone surrogates survive
-        with self._lock:
+    def put(self, key: str, reply: Reply, request: Mapping[str, Any]) -> None:
+        """Store ``reply`` under ``key`` (replacing any earlier one), with its request for audit.
+
+        Args:
+            key: The request's cache key.
+            reply: The reply as received.
+            request: What was sent (model, messages, seed...), kept for a human to read.
+        """
+        values = (key, json.dumps(reply.to_json()), json.dumps(request), time.time())
+        with self._lock:  # JSON is ASCII here, so lone surrogates survive
             self._db.execute(
-                "INSERT OR REPLACE INTO replies (key, reply, created) VALUES (?, ?, ?)",
-                (key, value, time.time()),
+                "INSERT OR REPLACE INTO replies (key, reply, request, created) VALUES (?, ?, ?, ?)",
+                values,
             )
+
+    def request(self, key: str) -> dict[str, Any] | None:
+        """The request stored with ``key``'s reply: what the judge was shown."""
+        with self._lock:
+            row = self._db.execute("SELECT request FROM replies WHERE key = ?", (key,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
 
     def __len__(self) -> int:
         with self._lock:

@@ -1,8 +1,9 @@
 """The judge: annotate candidates against a rubric with an LLM, and never decide a verdict.
 
-Concurrency: :meth:`Judge.judge_many` runs :meth:`Judge.judge_one` on a thread
-pool of ``config.concurrency`` workers sharing one synchronous openai client
-(its connection pool is thread-safe). Threads rather than asyncio because the
+Concurrency: :meth:`Judge.judge_many` renders every request and serves cache
+hits in the calling thread, then sends the misses from a thread pool of
+``config.concurrency`` workers sharing one synchronous openai client (its
+connection pool is thread-safe). Threads rather than asyncio because the
 work is I/O-bound and the callers (``gradebox grade``, and the service, which
 already runs an event loop) are synchronous at this seam: a blocking call that
 starts no event loop of its own works from both.
@@ -112,10 +113,11 @@ class Judge:
     def judge_many(
         self, items: Sequence[JudgeItem], *, bypass_cache: bool = False
     ) -> list[JudgeResult]:
-        """Judge ``items`` concurrently (at most ``config.concurrency`` at a time).
+        """Judge ``items``, asking the endpoint at most ``config.concurrency`` at a time.
 
         Every rubric named is loaded before any request, so a bad rubric stops
-        the run before it costs anything.
+        the run before it costs anything. Cache hits are served in the calling
+        thread; only misses go to the thread pool.
 
         Args:
             items: The candidates.
@@ -129,13 +131,20 @@ class Judge:
         """
         for name in dict.fromkeys(item.rubric_name for item in items):
             self.rubric(name)
-        if not items:
-            return []
-        workers = min(self._config.concurrency, len(items))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradebox-judge") as pool:
-            return list(
-                pool.map(lambda item: self.judge_one(item, bypass_cache=bypass_cache), items)
-            )
+        done: dict[int, JudgeResult] = {}
+        waiting: list[tuple[int, _Plan]] = []
+        for i, plan in enumerate(self._plan(item) for item in items):
+            ready = plan if isinstance(plan, JudgeResult) else self._cached(plan, bypass_cache)
+            if ready is not None:
+                done[i] = ready
+            elif isinstance(plan, _Plan):
+                waiting.append((i, plan))
+        if waiting:
+            workers = min(self._config.concurrency, len(waiting))
+            with ThreadPoolExecutor(workers, thread_name_prefix="gradebox-judge") as pool:
+                asked = pool.map(lambda job: self._ask(job[1], bypass_cache), waiting)
+                done.update(zip((i for i, _ in waiting), asked, strict=True))
+        return [done[i] for i in range(len(items))]
 
     def judge_one(self, item: JudgeItem, *, bypass_cache: bool = False) -> JudgeResult:
         """Judge one candidate.
@@ -152,6 +161,13 @@ class Judge:
         Raises:
             rubrics.RubricError: The item's rubric is missing or invalid.
         """
+        plan = self._plan(item)
+        if isinstance(plan, JudgeResult):
+            return plan
+        return self._cached(plan, bypass_cache) or self._ask(plan, bypass_cache)
+
+    def _plan(self, item: JudgeItem) -> _Plan | JudgeResult:
+        """Render the request and its key, or say why there is nothing to ask."""
         if not item.code.strip():
             return JudgeResult.skipped(
                 "no_code", "no code was extracted, so there is nothing to judge"
@@ -159,20 +175,25 @@ class Judge:
         started = time.perf_counter()
         prepared = self._prepare(item.rubric_name)
         prompt = prepared.builder.render(item)
-        key = self._key(item, prepared.checker, prompt)
-        cache = None if bypass_cache else self._cache
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            return _interpret(cached, prepared.checker, prompt, key, started, hit=True, attempts=0)
+        return _Plan(prepared.checker, prompt, self._key(item, prepared.checker, prompt), started)
+
+    def _cached(self, plan: _Plan, bypass_cache: bool) -> JudgeResult | None:
+        if bypass_cache or self._cache is None:
+            return None
+        reply = self._cache.get(plan.key)
+        if reply is None:
+            return None
+        return _interpret(reply, plan, plan.started, hit=True, attempts=0)
+
+    def _ask(self, plan: _Plan, bypass_cache: bool) -> JudgeResult:
+        started = time.perf_counter()
         try:
-            reply, attempts = self._endpoint.complete(prompt.messages, prepared.checker.schema)
+            reply, attempts = self._endpoint.complete(plan.prompt.messages, plan.checker.schema)
         except EndpointError as exc:
-            return self._unavailable(exc, prepared.checker.rubric, key, started)
-        if cache is not None:
-            cache.put(key, reply)
-        return _interpret(
-            reply, prepared.checker, prompt, key, started, hit=False, attempts=attempts
-        )
+            return self._unavailable(exc, plan, started)
+        if self._cache is not None and not bypass_cache:
+            self._cache.put(plan.key, reply, self._request_record(plan, reply))
+        return _interpret(reply, plan, started, hit=False, attempts=attempts)
 
     def close(self) -> None:
         """Close the cache, and the client when the judge built it."""
@@ -197,20 +218,30 @@ class Judge:
         return cache_key(
             base_url=str(self._client.base_url),
             model=self._config.model,
-            messages=list(prompt.messages("json_schema")),
-            schema=checker.schema,
+            messages=prompt.messages("json_schema"),
+            schema_sha256=checker.schema_sha256,
             rubric=(rubric.name, rubric.version, rubric.digest),
             code=item.code,
             seed=self._config.seed,
             temperature=self._config.temperature,
         )
 
-    def _unavailable(
-        self, exc: EndpointError, rubric: Rubric, key: str, started: float
-    ) -> JudgeResult:
+    def _request_record(self, plan: _Plan, reply: Reply) -> dict[str, Any]:
+        return {
+            "base_url": str(self._client.base_url),
+            "model": self._config.model,
+            "temperature": self._config.temperature,
+            "seed": self._config.seed,
+            "response_format": reply.mode,
+            "schema_sha256": plan.checker.schema_sha256,
+            "messages": plan.prompt.messages(reply.mode),
+        }
+
+    def _unavailable(self, exc: EndpointError, plan: _Plan, started: float) -> JudgeResult:
         code: ReasonCode = next(
             (c for cls, c in _UNAVAILABLE_CODES if isinstance(exc, cls)), "endpoint_error"
         )
+        rubric = plan.checker.rubric
         return JudgeResult(
             status="unavailable",
             rubric=f"{rubric.name}@{rubric.version}",
@@ -220,8 +251,22 @@ class Judge:
             mode=self._endpoint.mode,
             reason_code=code,
             reason=f"{exc} (after {exc.attempts} attempt(s))",
-            key=key,
+            key=plan.key,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One item's request, ready to look up or send."""
+
+    checker: ReplyChecker
+    """The rubric and its reply checks."""
+    prompt: RenderedPrompt
+    """The rendered messages."""
+    key: str
+    """The request's cache key."""
+    started: float
+    """When work on the item began (``time.perf_counter``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,17 +292,10 @@ def _open_cache(config: JudgeConfig) -> ReplyCache | None:
 
 
 def _interpret(
-    reply: Reply,
-    checker: ReplyChecker,
-    prompt: RenderedPrompt,
-    key: str,
-    started: float,
-    *,
-    hit: bool,
-    attempts: int,
+    reply: Reply, plan: _Plan, started: float, *, hit: bool, attempts: int
 ) -> JudgeResult:
-    rubric = checker.rubric
-    checked = checker.check(reply, prompt.line_count)
+    rubric = plan.checker.rubric
+    checked = plan.checker.check(reply, plan.prompt.line_count)
     common: dict[str, Any] = {
         "rubric": f"{rubric.name}@{rubric.version}",
         "model": reply.model,
@@ -268,7 +306,7 @@ def _interpret(
         "attempts": attempts,
         "mode": reply.mode,
         "raw": reply.content if reply.content is not None else reply.refusal,
-        "key": key,
+        "key": plan.key,
     }
     if isinstance(checked, Violation):
         return JudgeResult(

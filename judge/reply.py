@@ -14,6 +14,7 @@ Anything that fails is a :class:`Violation`, which the judge turns into
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -111,7 +112,12 @@ class ReplyChecker:
     def __init__(self, rubric: Rubric) -> None:
         """Build the reply schema and validator for ``rubric``."""
         self.rubric = rubric
+        """The rubric replies are checked against."""
         self.schema = reply_schema(rubric)
+        """The reply schema (sent as the strict response format)."""
+        canonical = json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
+        self.schema_sha256 = hashlib.sha256(canonical.encode()).hexdigest()
+        """SHA-256 of the canonical schema, for the cache key."""
         self._validator = jsonschema.Draft202012Validator(self.schema)
 
     def check(self, reply: Reply, line_count: int) -> Judgement | Violation:

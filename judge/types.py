@@ -168,7 +168,8 @@ class JudgeResult:
     system_fingerprint: str | None = None
     """The endpoint's backend fingerprint, when sent."""
     latency_ms: float = 0.0
-    """Wall time of this judgement: prompt, cache lookup, requests and retries."""
+    """Wall time of this judgement: requests and retries, or render and lookup on a cache hit
+    (time queued in :meth:`judge.Judge.judge_many` not included)."""
     tokens: Tokens | None = None
     """Usage of the reply (on a cache hit: of the original reply, which cost nothing now)."""
     cache_hit: bool = False
@@ -184,7 +185,7 @@ class JudgeResult:
     raw: str | None = None
     """The reply as received, kept for a human (always, when there was one)."""
     key: str = ""
-    """The request's cache key (SHA-256), to find the exchange again."""
+    """The request's cache key (SHA-256); the cache keeps the full request under it."""
 
     @property
     def mismatch(self) -> bool:

@@ -64,6 +64,13 @@ def test_second_run_is_a_cache_hit_with_the_same_annotation(server, make_judge, 
     }
     with sqlite3.connect(cache) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # The full request is kept beside the reply, for a human to see what the judge saw.
+    stored = ReplyCache(cache)
+    request = stored.request(first.key)
+    stored.close()
+    assert request is not None
+    assert request["messages"] == server.requests[0].body["messages"]
+    assert (request["seed"], request["temperature"]) == (7, 0.0)
 
 
 def test_no_cache_config_neither_reads_nor_writes(server, make_judge, item, tmp_path):
@@ -105,7 +112,7 @@ BASE = {
     "base_url": "http://x/v1",
     "model": "m",
     "messages": [{"role": "user", "content": "c"}],
-    "schema": {"type": "object"},
+    "schema_sha256": "a" * 64,
     "rubric": ("default", "1.0.0", "d" * 64),
     "code": "def f(): ...",
     "seed": 1,
@@ -119,7 +126,8 @@ BASE = {
         ("base_url", "http://y/v1"),
         ("model", "m2"),
         ("messages", [{"role": "user", "content": "c2"}]),
-        ("schema", {"type": "array"}),
+        ("schema_sha256", "b" * 64),
+        ("messages", [{"role": "system", "content": "c"}]),
         ("rubric", ("default", "1.0.1", "d" * 64)),
         ("rubric", ("default", "1.0.0", "e" * 64)),
         ("code", "def f(): pass"),
@@ -131,13 +139,14 @@ def test_cache_key_covers_the_full_request(field, value):
     assert cache_key(**BASE) == cache_key(**dict(BASE))
 
 
-def test_cache_survives_lone_surrogates(tmp_path, server):
+def test_cache_survives_lone_surrogates(tmp_path):
     from judge.types import Reply
 
     cache = ReplyCache(tmp_path / "c.sqlite")
     reply = Reply("{\ud800}", "m", None, "stop", None, None, "json_schema")
-    cache.put("k", reply)
+    cache.put("k", reply, {"messages": [{"role": "user", "content": "\udfff"}]})
     assert cache.get("k") == reply
+    assert cache.request("k") == {"messages": [{"role": "user", "content": "\udfff"}]}
     cache.close()
 
 
@@ -205,3 +214,22 @@ def test_unusable_cache_file_is_a_config_error(make_config, tmp_path):
     bad.write_bytes(b"this is not an SQLite database, just some bytes" * 100)
     with pytest.raises(JudgeConfigError, match="cannot open the judge cache"):
         Judge(make_config(cache_path=bad))
+
+
+def test_judge_many_mixes_hits_skips_and_requests_in_order(server, make_judge, item, tmp_path):
+    judge = make_judge(cache_path=tmp_path / "c.sqlite", concurrency=3)
+    judge.judge_one(item(sample_id="a"))
+    items = [
+        item(sample_id="a"),
+        item(sample_id="b", code=""),
+        item(sample_id="c", code="def is_even(n):\n    return n & 1 == 0\n"),
+        item(sample_id="d", code="def is_even(n):\n    return not n % 2\n"),
+    ]
+    results = judge.judge_many(items)
+    assert [(r.status, r.cache_hit) for r in results] == [
+        ("scored", True),
+        ("skipped", False),
+        ("scored", False),
+        ("scored", False),
+    ]
+    assert len(server.requests) == 3
