@@ -18,6 +18,7 @@ plain decoded data and are compared by :mod:`sandbox.compare`, outside.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import socket
 import threading
@@ -27,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sandbox.backends import Backend, find_python, get_backend
+from sandbox.cgroups import TreeCap, find_tree_cap
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
 from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult, make_case
@@ -73,12 +75,20 @@ def probe(port):
 class Sandbox:
     """A pool of isolated workers; see the module docstring."""
 
-    def __init__(self, backend: Backend, python: str, limits: Limits, workers: int) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        python: str,
+        limits: Limits,
+        workers: int,
+        tree_cap: TreeCap | None = None,
+    ) -> None:
         self.backend = backend.name
         self.isolated = backend.isolated
         self.python = python
         self.limits = limits
         self._backend = backend
+        self._tree_cap = tree_cap
         self._idle: queue.SimpleQueue[Worker | None] = queue.SimpleQueue()
         self._all: list[Worker] = []
         self._lock = threading.Lock()
@@ -121,6 +131,11 @@ class Sandbox:
             if worker is None:
                 worker = self._start_worker()
             reply = worker.serve(job, lim)
+            if reply.get("recycle") is True:
+                # It could not be cleaned (a deep tree, System V IPC...) and has
+                # exited: free the slot so the next candidate gets a fresh worker.
+                self._discard(worker)
+                worker = None
         except WorkerSilent:
             self._discard(worker)
             worker = None
@@ -208,7 +223,19 @@ class Sandbox:
         return worker
 
     def _start_worker(self) -> Worker:
-        worker = Worker(self._backend.launch(self.python, self.limits), self._spawner)
+        cgroup = None
+        if self._tree_cap is not None:
+            lim = self.limits
+            try:
+                cgroup = self._tree_cap.create((lim.memory_mb + 32) << 20, lim.max_procs + 4)
+            except OSError as exc:
+                raise WorkerError(f"could not create the worker's cgroup: {exc}") from exc
+        try:
+            worker = Worker(self._backend.launch(self.python, self.limits), self._spawner, cgroup)
+        except WorkerError:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         with self._lock:
             if self._closed:
                 worker.close()
@@ -219,7 +246,8 @@ class Sandbox:
     def _discard(self, worker: Worker | None) -> None:
         if worker is None:
             return
-        worker.close()
+        with contextlib.suppress(Exception):  # best effort: the slot must survive
+            worker.close()
         with self._lock:
             if worker in self._all:
                 self._all.remove(worker)
@@ -247,8 +275,10 @@ def open_sandbox(
     """
     backend = get_backend(isolation)
     backend.check_tools()
+    lim = limits or Limits()
+    tree_cap = find_tree_cap() if backend.isolated and lim.tree_limits else None
     interp = find_python(python)
-    sb = Sandbox(backend, interp, limits or Limits(), workers)
+    sb = Sandbox(backend, interp, lim, workers, tree_cap)
     try:
         if sb.warm() == 0:
             backend.check_available(interp)  # says why workers cannot start
@@ -312,10 +342,15 @@ def _decode_reply(reply: dict[str, Any], n: int, wall: float) -> RunResult:
         )
     return RunResult(
         observations=tuple(_decode_obs(o) for o in raw),
-        stdout=str(reply.get("stdout", "")),
-        stderr=str(reply.get("stderr", "")),
+        stdout=_text(reply.get("stdout", ""), 1 << 20),
+        stderr=_text(reply.get("stderr", ""), 1 << 20),
         wall_s=wall,
     )
+
+
+def _text(value: Any, limit: int) -> str:
+    """A candidate-influenced string, made valid Unicode and capped."""
+    return str(value)[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _decode_obs(o: Any) -> Observation:
@@ -325,7 +360,7 @@ def _decode_obs(o: Any) -> Observation:
     status = o.get("status")
     duration = o.get("duration_s", 0.0)
     duration = float(duration) if isinstance(duration, int | float) else 0.0
-    detail = str(o.get("detail", ""))[:300]
+    detail = _text(o.get("detail", ""), 300)
     if status == "returned":
         try:
             return Observation("returned", value=from_wire(o.get("value")), duration_s=duration)
@@ -336,9 +371,9 @@ def _decode_obs(o: Any) -> Observation:
         if not isinstance(exc, dict) or not isinstance(exc.get("mro"), list):
             return Observation("crash", detail="malformed exception report")
         info = RaisedInfo(
-            type_name=str(exc.get("type", "?"))[:200],
-            mro=tuple(str(m) for m in exc["mro"][:64]),
-            message=str(exc.get("message", ""))[:500],
+            type_name=_text(exc.get("type", "?"), 200),
+            mro=tuple(_text(m, 200) for m in exc["mro"][:64]),
+            message=_text(exc.get("message", ""), 500),
         )
         return Observation("raised", raised=info, duration_s=duration)
     if status in ("unserializable", "timeout", "crash", "not_run"):

@@ -106,6 +106,9 @@ class Limits:
     """Bytes kept of each of stdout and stderr; the rest is drained and dropped."""
     result_bytes: int = 8 * 1024 * 1024
     """Largest serialized result of one case."""
+    tree_limits: bool = True
+    """Cap memory and processes of the whole process tree with a cgroup (the
+    sandbox refuses to start when it cannot); False keeps per-process rlimits only."""
     max_timeouts: int = 1
     """Stop a candidate after this many timed-out cases (the rest are ``not_run``);
     0 runs every case whatever happens. A candidate that timed out has failed, so

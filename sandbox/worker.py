@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import struct
 import subprocess
@@ -24,6 +23,7 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from sandbox.backends import Launch
+from sandbox.cgroups import CgroupTree
 from sandbox.errors import WorkerError
 from sandbox.types import Limits
 
@@ -45,7 +45,7 @@ class WorkerSilent(WorkerError):
 class Worker:
     """A running zygote; :meth:`serve` runs one candidate job through it."""
 
-    def __init__(self, launch: Launch, spawner: Executor) -> None:
+    def __init__(self, launch: Launch, spawner: Executor, cgroup: CgroupTree | None = None) -> None:
         """Start the worker and wait until its zygote says it is ready.
 
         Args:
@@ -53,8 +53,11 @@ class Worker:
             spawner: A long-lived thread that forks the worker. bwrap's
                 ``--die-with-parent`` watches the *thread* that forked it, so the
                 fork must happen on a thread that lives as long as the sandbox.
+            cgroup: The worker's cgroup, joined once the zygote is ready (before
+                any candidate runs), removed when the worker ends.
         """
         self._launch = launch
+        self._cgroup = cgroup
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
         try:
             self._proc = spawner.submit(
@@ -88,6 +91,12 @@ class Worker:
             self.close()
             raise WorkerError(f"sandbox worker refused to start: {hello.get('infra_error')}")
         self.python_version = str(hello.get("python", "?"))
+        if cgroup is not None:
+            try:
+                cgroup.add_tree(self._proc.pid)
+            except OSError as exc:
+                self.close()
+                raise WorkerError(f"could not confine the worker to its cgroup: {exc}") from exc
 
     @property
     def alive(self) -> bool:
@@ -126,7 +135,7 @@ class Worker:
                     del self._buf[: 4 + size]
                     try:
                         frame = json.loads(raw)
-                    except ValueError as exc:
+                    except (ValueError, RecursionError) as exc:
                         raise WorkerDied("worker sent a malformed frame") from exc
                     if not isinstance(frame, dict):
                         raise WorkerDied("worker sent a malformed frame")
@@ -170,6 +179,8 @@ class Worker:
         self._stderr.close()
         for path in self._launch.cleanup:
             _rmtree_force(path)
+        if self._cgroup is not None:
+            self._cgroup.remove()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -180,9 +191,24 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _rmtree_force(path: str) -> None:
-    """Delete a host scratch dir even if the candidate made parts of it read-only."""
-    for root, dirs, _files in os.walk(path):
-        for d in dirs:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(root, d), 0o700)
-    shutil.rmtree(path, ignore_errors=True)
+    """Delete a host scratch dir even if the candidate made it deep or read-only.
+
+    Iterative (a candidate can nest directories deeper than our stack) and
+    best effort: it never raises.
+    """
+    stack = [(path, False)]
+    while stack:
+        p, visited = stack.pop()
+        with contextlib.suppress(OSError):
+            if visited:
+                os.rmdir(p)
+                continue
+            os.chmod(p, 0o700)
+            stack.append((p, True))
+            with os.scandir(p) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append((entry.path, False))
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)

@@ -41,7 +41,6 @@ import os
 import resource
 import selectors
 import signal
-import stat
 import struct
 import sys
 import time
@@ -61,6 +60,8 @@ _STOP_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 _CLEAN_DIRS = ("/tmp", "/dev/shm")
 _REGION_BYTES = 64 * 1024 * 1024
 _POLL_S = 0.05
+#: Deepest frame accepted: results are encoded at most 100 deep (wire.to_wire).
+_MAX_FRAME_DEPTH = 120
 
 
 def write_frame(fd: int, obj: Any) -> None:
@@ -90,15 +91,15 @@ def read_exact(fd: int, n: int) -> bytes | None:
 class Region:
     """Shared memory for one child's results: a header and length-prefixed JSON frames.
 
-    Header (little endian): ``seq`` (a seqlock: odd while the child updates it),
-    ``current`` (the case running, -1 between cases), ``started`` (its start on
-    the monotonic clock), ``offset`` (end of the published frames). The child
-    keeps its own copies of ``seq`` and ``offset``, so a candidate scribbling on
-    the region can only garble its own results, which the zygote parses
-    defensively after the child is dead.
+    Header (little endian): ``seq`` (a seqlock: odd while the child updates it)
+    and ``offset`` (end of the published frames). The child keeps its own copies
+    of both, so a candidate scribbling on the region can only garble its own
+    results, which the zygote parses defensively. Nothing the child writes here
+    drives the clocks: the zygote times each case itself, from the moment it
+    sees the previous case's result published.
     """
 
-    HEAD = struct.Struct("<qqdq")
+    HEAD = struct.Struct("<qq")
     DATA = 64
     TAIL = 4096  # kept free for a short "too large" frame
 
@@ -107,22 +108,15 @@ class Region:
         self.size = size
         self.seq = 0
         self.off = self.DATA
-        self.current = -1
-        self.started = 0.0
         self._publish()
 
     def _publish(self) -> None:
-        self.HEAD.pack_into(self.mm, 0, self.seq + 1, self.current, self.started, self.off)
+        self.HEAD.pack_into(self.mm, 0, self.seq + 1, self.off)
         self.seq += 2
-        self.HEAD.pack_into(self.mm, 0, self.seq, self.current, self.started, self.off)
-
-    def begin(self, i: int, started: float) -> None:
-        """Child: case ``i`` starts now."""
-        self.current, self.started = i, started
-        self._publish()
+        self.HEAD.pack_into(self.mm, 0, self.seq, self.off)
 
     def append(self, obj: dict[str, Any]) -> None:
-        """Child: add one frame and mark no case running."""
+        """Child: add one frame."""
         data = json.dumps(obj, ensure_ascii=True, allow_nan=False).encode("ascii")
         if self.off + 4 + len(data) > self.size - self.TAIL:
             small: dict[str, Any] = {k: obj[k] for k in ("i", "duration_s") if k in obj}
@@ -133,30 +127,40 @@ class Region:
         _HDR.pack_into(self.mm, self.off, len(data))
         self.mm[self.off + 4 : self.off + 4 + len(data)] = data
         self.off += 4 + len(data)
-        self.current = -1
         self._publish()
 
-    def head(self) -> tuple[int, float, int]:
-        """Zygote: a consistent ``(current, started, offset)`` snapshot."""
+    def published(self) -> int:
+        """Zygote: the end of the published frames (a consistent snapshot, clamped)."""
+        seq, off = self.HEAD.unpack_from(self.mm, 0)
         for _ in range(1000):
-            seq, cur, started, off = self.HEAD.unpack_from(self.mm, 0)
             if seq % 2 == 0 and self.HEAD.unpack_from(self.mm, 0)[0] == seq:
                 break
-        return cur, started, off
+            seq, off = self.HEAD.unpack_from(self.mm, 0)
+        return int(min(max(off, self.DATA), self.size))
+
+    def count(self) -> int:
+        """Zygote: how many complete frames are published (lengths only, no parsing)."""
+        end, pos, n = self.published(), self.DATA, 0
+        while pos + 4 <= end:
+            (size,) = _HDR.unpack_from(self.mm, pos)
+            if pos + 4 + size > end:
+                break
+            pos, n = pos + 4 + size, n + 1
+        return n
 
     def frames(self) -> list[Any]:
-        """Zygote, after the child is dead: every well-formed frame, in order."""
-        _, _, end = self.head()
-        end = min(max(end, self.DATA), self.size)
-        out, pos = [], self.DATA
+        """Zygote, after the child is dead: every frame in order; ``None`` for a bad one."""
+        end, out, pos = self.published(), [], self.DATA
         while pos + 4 <= end:
             (n,) = _HDR.unpack_from(self.mm, pos)
             if pos + 4 + n > end:
                 break
             try:
-                out.append(json.loads(self.mm[pos + 4 : pos + 4 + n]))
-            except ValueError:
-                out.append(None)  # malformed: the caller treats it as a violation
+                frame = json.loads(self.mm[pos + 4 : pos + 4 + n])
+            except (ValueError, RecursionError):
+                frame = None
+            out.append(frame if _depth_ok(frame, _MAX_FRAME_DEPTH) else None)
+            if out[-1] is None:
                 break
             pos += 4 + n
         return out
@@ -166,36 +170,98 @@ class Region:
         self.mm.close()
 
 
+def _depth_ok(obj: Any, limit: int) -> bool:
+    """True when ``obj`` nests no deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(obj, 0)]
+    while stack:
+        o, d = stack.pop()
+        if d > limit:
+            return False
+        if isinstance(o, dict):
+            stack.extend((v, d + 1) for v in o.values())
+        elif isinstance(o, list):
+            stack.extend((v, d + 1) for v in o)
+    return True
+
+
 # ---------------------------------------------------------------- the child
 
 
+#: Captured before any candidate code runs (in the zygote, before the fork): the
+#: real ``type.__mro__`` getter (a metaclass cannot override it) and ``type``.
+_TYPE_MRO = type.__dict__["__mro__"]
+_TYPE_DICT = type.__dict__["__dict__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+_type = type
+#: id -> dotted name of every genuine exception class in builtins and in the
+#: standard-library modules the zygote has loaded; filled in by :func:`snapshot`.
+_GENUINE: dict[int, str] = {}
+_SNAPSHOT_MODULES: set[str] = set()
+
+
+def snapshot_exceptions() -> None:
+    """Record the genuine builtin and loaded stdlib exception classes (zygote only)."""
+    for mod_name, mod in list(sys.modules.items()):
+        if mod_name != "builtins" and mod_name.split(".")[0] not in sys.stdlib_module_names:
+            continue
+        _SNAPSHOT_MODULES.add(mod_name)
+        for attr, obj in list(vars(mod).items()):
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                qual = getattr(obj, "__qualname__", attr)
+                if getattr(obj, "__module__", None) == mod_name and qual == attr:
+                    _GENUINE[id(obj)] = f"{mod_name}.{qual}"
+    # Keep the classes alive so their ids stay theirs.
+    _GENUINE_KEEP.extend(
+        obj
+        for mod in list(sys.modules.values())
+        for obj in vars(mod).values()
+        if isinstance(obj, type) and id(obj) in _GENUINE
+    )
+
+
+_GENUINE_KEEP: list[type] = []
+
+
+def _genuine_name(cls: Any) -> str | None:
+    """The dotted name of ``cls`` if it is the genuine stdlib class of that name."""
+    known = _GENUINE.get(id(cls))
+    if known is not None:
+        return known
+    mod = _TYPE_DICT.__get__(cls).get("__module__")
+    qual = _TYPE_QUALNAME.__get__(cls)
+    if not isinstance(mod, str) or not isinstance(qual, str) or mod in _SNAPSHOT_MODULES:
+        return None  # a look-alike of a class we know, or not named sanely
+    if mod.split(".")[0] not in sys.stdlib_module_names:
+        return None
+    # A stdlib module first imported by the candidate: the best we can do in-process.
+    obj: Any = sys.modules.get(mod)
+    for part in qual.split("."):
+        obj = getattr(obj, part, None)
+    return f"{mod}.{qual}" if obj is cls else None
+
+
 def _exc_info(exc: BaseException) -> dict[str, Any]:
-    """Describe an exception as plain data; only genuine stdlib classes enter ``mro``."""
-    mro = []
-    for cls in type(exc).__mro__:
-        mod = getattr(cls, "__module__", None)
-        qual = getattr(cls, "__qualname__", None)
-        if not isinstance(mod, str) or not isinstance(qual, str):
-            continue
-        top = mod.split(".")[0]
-        if mod != "builtins" and top not in sys.stdlib_module_names:
-            continue
-        obj: Any = sys.modules.get(mod)
-        for part in qual.split("."):
-            obj = getattr(obj, part, None)
-        if obj is cls:
-            mro.append(f"{mod}.{qual}")
+    """Describe an exception as plain data; only genuine stdlib classes enter ``mro``.
+
+    The MRO is read with the real ``type.__mro__`` getter and classes are matched
+    by identity against a snapshot taken before the candidate ran, so a class
+    that merely shares a name (or patches ``builtins``, a module attribute, or
+    ``__mro__``) is left out. Code in the candidate's process could still forge
+    this report, but a forged report can only claim what raising the genuine
+    class would have produced; expected values are never here to be read.
+    """
+    t = _type(exc)
+    mro = [n for n in (_genuine_name(c) for c in _TYPE_MRO.__get__(t)) if n is not None]
     try:
         message = str(exc)[:500]
     except BaseException:
         message = "<unprintable>"
     message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-    t = type(exc)
-    return {
-        "type": f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', '?')}",
-        "mro": mro,
-        "message": message,
-    }
+    try:
+        name = f"{t.__module__}.{t.__qualname__}"
+    except BaseException:
+        name = "?"
+    return {"type": str(name)[:200], "mro": mro, "message": message}
 
 
 def _set_limits(lim: dict[str, Any]) -> None:
@@ -208,6 +274,9 @@ def _set_limits(lim: dict[str, Any]) -> None:
         (resource.RLIMIT_FSIZE, lim["max_file_mb"] * mb),
         (resource.RLIMIT_NOFILE, lim["max_open_files"]),
         (resource.RLIMIT_CORE, 0),
+        # POSIX message queues live in the worker's IPC namespace, which outlives the
+        # candidate and which we cannot list: allow none.
+        (resource.RLIMIT_MSGQUEUE, 0),
     ):
         resource.setrlimit(res, (val, val))
 
@@ -243,7 +312,6 @@ def child_main(job: dict[str, Any], start: int, region: Region) -> None:
         args = wire.from_wire(case["args"], allow_opaque=False)
         kwargs = wire.from_wire(case["kwargs"], allow_opaque=False)
         t0 = time.monotonic()
-        region.begin(i, t0)
         body: dict[str, Any]
         try:
             value = fn(*args, **kwargs)
@@ -270,6 +338,8 @@ def _child_entry(
     status = 0
     try:
         os.setsid()
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")  # if memory runs out, we are the one to go, not the zygote
         # SIGPIPE/SIGXFSZ stay ignored, as in any Python program: a write past the
         # file-size limit raises OSError in the candidate instead of killing it.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
@@ -356,17 +426,27 @@ class Zygote:
             if pid == 0:
                 return
 
-    def wipe(self) -> None:
-        """Empty the scratch dir, /tmp and /dev/shm; raise if anything resists."""
+    def wipe(self) -> bool:
+        """Leave nothing for the next candidate; False when the worker must be replaced.
+
+        Empties the scratch dir, ``/tmp`` and ``/dev/shm`` (iteratively: a deep tree
+        cannot exhaust our stack), clears the user keyrings, and checks System V
+        IPC, which only a fresh IPC namespace removes.
+        """
         dirs = [self.scratch] + (list(_CLEAN_DIRS) if self.pidns else [])
-        for d in dirs:
-            for name in os.listdir(d):
-                _remove(os.path.join(d, name))
-        if self.pidns:
-            for kind in ("shm", "msg", "sem"):
-                with open(f"/proc/sysvipc/{kind}") as f:
-                    if len(f.read().splitlines()) > 1:
-                        raise RuntimeError(f"System V {kind} objects left behind")
+        try:
+            for d in dirs:
+                _empty_dir(d)
+        except OSError:
+            return False
+        if not self.pidns:
+            return True
+        _clear_keyrings()
+        for kind in ("shm", "msg", "sem"):
+            with open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.read().splitlines()) > 1:
+                    return False
+        return True
 
     # -- one candidate
     def serve(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -401,7 +481,7 @@ class Zygote:
                     sink.feed(chunk)
                 os.close(fd)
             os.close(pidfd)
-        run.record(region.frames(), region.head()[0], timed_out)
+        run.record(region.frames(), timed_out)
         region.close()
 
 
@@ -421,22 +501,27 @@ class _Run:
         self.stopped = False
 
     def wait(self, pidfd: int, region: Region, out_fd: int, err_fd: int) -> bool:
-        """Sleep until the child exits (False) or a deadline passes (True), draining output."""
+        """Sleep until the child exits (False) or a deadline passes (True), draining output.
+
+        Case ``k``'s clock starts on our own clock when we first see case ``k-1``'s
+        result published (the first case's at the fork, so module-level code counts
+        against it). The child cannot move that clock: it can only end a case early.
+        """
         sel = selectors.DefaultSelector()
         sel.register(pidfd, selectors.EVENT_READ)
         sinks = {out_fd: self.out, err_fd: self.err}
         for fd in sinks:
             sel.register(fd, selectors.EVENT_READ)
+        running, since = self.next, time.monotonic()
         try:
             while True:
                 now = time.monotonic()
+                done = self.next + region.count()
+                if done > running:
+                    running, since = done, now
                 deadline = self.budget_end
-                cur, started, _ = region.head()
-                if 0 <= cur < self.n:
-                    # A candidate may scribble on the header: never trust a future start.
-                    deadline = min(
-                        deadline, min(started, now) + self.job["cases"][cur]["timeout_s"]
-                    )
+                if running < self.n:
+                    deadline = min(deadline, since + self.job["cases"][running]["timeout_s"])
                 if deadline <= now:
                     return True
                 # Cases start without telling us (no wake-up per case): look again soon.
@@ -451,7 +536,7 @@ class _Run:
         finally:
             sel.close()
 
-    def record(self, frames: list[Any], current: int, timed_out: bool) -> None:
+    def record(self, frames: list[Any], timed_out: bool) -> None:
         """Take the child's frames, then decide what ended it."""
         for frame in frames:
             if not isinstance(frame, dict):
@@ -477,12 +562,7 @@ class _Run:
             if whole or 0 < self.max_timeouts <= self.timeouts:
                 self.stopped = True
         else:
-            died = (
-                "process died during the case"
-                if current == self.next
-                else "process died between cases"
-            )
-            self._fail("crash", died)
+            self._fail("crash", "process died during the case")
 
     def _fail(self, status: str, detail: str) -> None:
         if self.next < self.n:
@@ -499,20 +579,47 @@ def _read_some(fd: int) -> bytes:
         return b""
 
 
-def _remove(path: str) -> None:
-    st = os.lstat(path)
-    if stat.S_ISDIR(st.st_mode):
+def _empty_dir(top: str) -> None:
+    """Delete everything below ``top`` without recursion, fixing permissions on the way."""
+    stack = [(top, False)]
+    while stack:
+        path, visited = stack.pop()
+        if visited:
+            if path != top:
+                os.rmdir(path)
+            continue
         os.chmod(path, 0o700)
-        for name in os.listdir(path):
-            _remove(os.path.join(path, name))
-        os.rmdir(path)
-    else:
-        os.unlink(path)
+        stack.append((path, True))
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, False))
+                else:
+                    os.unlink(entry.path)
+
+
+_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_KEYCTL_CLEAR = 7
+_KEY_SPEC_USER_KEYRING = -4
+_KEY_SPEC_USER_SESSION_KEYRING = -5
+
+
+def _clear_keyrings() -> None:
+    """Empty the user keyrings, which outlive a candidate (same uid, same namespace)."""
+    nr = _KEYCTL.get(os.uname().machine)
+    if nr is None or _LIBC is None:
+        return
+    for ring in (_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING):
+        _LIBC.syscall(nr, _KEYCTL_CLEAR, ring)
+
+
+_LIBC: Any = None
 
 
 def _nondumpable() -> None:
     """PR_SET_DUMPABLE 0: same-uid code may not ptrace us or open our /proc files."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    global _LIBC  # noqa: PLW0603 - set once at zygote start, before any fork
+    libc = _LIBC = ctypes.CDLL(None, use_errno=True)
     pr_set_dumpable = 4
     if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
@@ -527,6 +634,7 @@ def main() -> None:
     _nondumpable()
     # The child keeps these stream objects: fds 0-2 are swapped under them after the
     # fork, which saves building new ones per candidate. We never print through them.
+    snapshot_exceptions()
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
     for sig in _STOP_SIGNALS:
@@ -543,11 +651,14 @@ def main() -> None:
             return
         try:
             reply = zygote.serve(json.loads(raw))
-            zygote.wipe()
         except Exception as exc:
             write_frame(1, {"infra_error": f"{type(exc).__name__}: {exc}"[:500]})
             return
+        clean = zygote.wipe()
+        reply["recycle"] = not clean
         write_frame(1, reply)
+        if not clean:
+            return  # the grader replaces us: a fresh sandbox is the only clean one
 
 
 if __name__ == "__main__":

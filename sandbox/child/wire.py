@@ -156,7 +156,13 @@ def from_wire(obj: Any, *, allow_opaque: bool = True) -> Any:
 
 def _dec(o: Any, path: str, allow_opaque: bool) -> Any:
     t = type(o)
-    if o is None or t in (bool, int, float, str):
+    if t is str:
+        try:
+            o.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise WireError(f"{path}: string is not valid Unicode") from exc
+        return o
+    if o is None or t in (bool, int, float):
         return o
     if t is list:
         return [_dec(x, f"{path}[{i}]", allow_opaque) for i, x in enumerate(o)]

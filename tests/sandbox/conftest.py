@@ -51,10 +51,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         backend = callspec.params.get("sandbox_backend") if callspec else None
         for mark in item.iter_markers("known_failure"):
             if backend is not None and mark.args[0] == backend:
-                item.add_marker(pytest.mark.xfail(
-                    strict=True, run=mark.kwargs.get("run", True),
-                    reason=f"known failure of the {backend!r} backend: {mark.kwargs['reason']}",
-                ))
+                item.add_marker(
+                    pytest.mark.xfail(
+                        strict=True,
+                        run=mark.kwargs.get("run", True),
+                        reason=f"known failure of the {backend!r} backend: {mark.kwargs['reason']}",
+                    )
+                )
 
 
 # -------------------------------------------------------------------- sandboxes
@@ -90,17 +93,52 @@ def _close_bounded(sb: Any, limit_s: float = 15.0) -> None:
     assert not t.is_alive(), f"Sandbox.close() did not return within {limit_s} s"
 
 
+class _Holder:
+    """Keeps one warm sandbox per backend; replaces it once a test marks it broken.
+
+    A test that finds the grader hung or raising sets ``sb.conformance_broken``,
+    so one runtime bug fails one test instead of every later test in the module.
+    """
+
+    def __init__(self, backend: str, limits: Limits) -> None:
+        self.backend = backend
+        self.limits = limits
+        self.sb: Any = None
+
+    def get(self) -> Any:
+        if self.sb is not None and getattr(self.sb, "conformance_broken", False):
+            threading.Thread(target=self.sb.close, daemon=True).start()  # may never return
+            self.sb = None
+        if self.sb is None:
+            self.sb = _open(self.backend, self.limits)
+        return self.sb
+
+    def close(self) -> None:
+        if self.sb is not None and not getattr(self.sb, "conformance_broken", False):
+            _close_bounded(self.sb)
+
+
 @pytest.fixture(scope="module")
-def shared_sandbox(request: pytest.FixtureRequest, sandbox_backend: str) -> Iterator[Any]:
-    """One warm sandbox per backend with one worker, so consecutive runs share it."""
-    sb = _open(sandbox_backend, _limits(request))
-    yield sb
-    _close_bounded(sb)
+def _sandbox_holder(request: pytest.FixtureRequest, sandbox_backend: str) -> Iterator[_Holder]:
+    holder = _Holder(sandbox_backend, _limits(request))
+    yield holder
+    holder.close()
+
+
+@pytest.fixture
+def shared_sandbox(_sandbox_holder: _Holder) -> Any:
+    """The warm sandbox of this backend (one worker), reused from test to test.
+
+    Consecutive runs within a test go to the same worker, as they do for
+    consecutive candidates in a real grading run.
+    """
+    return _sandbox_holder.get()
 
 
 @pytest.fixture
 def fresh_sandbox(
-    request: pytest.FixtureRequest, sandbox_backend: str,
+    request: pytest.FixtureRequest,
+    sandbox_backend: str,
 ) -> Iterator[Callable[..., Any]]:
     """Factory for a private sandbox (for tests that kill workers or change the env).
 
@@ -204,62 +242,73 @@ def _resolvers() -> list[str]:
     return out
 
 
-@pytest.fixture
-def listeners(host_dir: Path, repo_dir: Path) -> Iterator[Listeners]:
-    """TCP, UDP and Unix-socket servers on every host address the test can bind."""
-    received: list[str] = []
-    socks: list[socket.socket] = []
-    stop = threading.Event()
-    targets: dict[str, Any] = {"tcp4": [], "tcp6": [], "udp4": [], "udp6": [],
-                               "unix_paths": [], "resolvers": _resolvers()}
+class _Servers:
+    """Listening sockets, each served by a thread that records what reaches it."""
 
-    def serve(sock: socket.socket, label: str, stream: bool) -> None:
-        sock.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                if stream:
-                    conn, _ = sock.accept()
-                    received.append(f"{label}: connection")
-                    conn.close()
-                else:
-                    data, _ = sock.recvfrom(4096)
-                    received.append(f"{label}: datagram {data[:40]!r}")
-            except (TimeoutError, OSError):
-                continue
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.socks: list[socket.socket] = []
+        self.stop = threading.Event()
 
-    def add(family: int, kind: int, addr: Any, key: str | None, label: str) -> None:
+    def add(self, family: int, kind: int, addr: Any, label: str) -> socket.socket | None:
         try:
             s = socket.socket(family, kind)
             s.bind(addr)
         except OSError:
-            return
-        if kind == socket.SOCK_STREAM:
+            return None
+        stream = kind == socket.SOCK_STREAM
+        if stream:
             s.listen(16)
-        socks.append(s)
-        if key is not None:
-            host, port = s.getsockname()[:2]
-            targets[key].append([host, port])
-        threading.Thread(target=serve, args=(s, label, kind == socket.SOCK_STREAM),
-                         daemon=True).start()
+        self.socks.append(s)
+        threading.Thread(target=self._serve, args=(s, label, stream), daemon=True).start()
+        return s
 
+    def _serve(self, sock: socket.socket, label: str, stream: bool) -> None:
+        sock.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                if stream:
+                    conn, _ = sock.accept()
+                    self.received.append(f"{label}: connection")
+                    conn.close()
+                else:
+                    data, _ = sock.recvfrom(4096)
+                    self.received.append(f"{label}: datagram {data[:40]!r}")
+            except OSError:  # timeouts included
+                continue
+
+    def close(self) -> None:
+        self.stop.set()
+        for s in self.socks:
+            s.close()
+
+
+@pytest.fixture
+def listeners(host_dir: Path, repo_dir: Path) -> Iterator[Listeners]:
+    """TCP, UDP and Unix-socket servers on every host address the test can bind."""
+    servers = _Servers()
+    targets: dict[str, Any] = {
+        "tcp4": [],
+        "tcp6": [],
+        "udp4": [],
+        "udp6": [],
+        "unix_paths": [],
+        "resolvers": _resolvers(),
+    }
     hosts4 = ["127.0.0.1", *_non_loopback(socket.AF_INET, ["192.0.2.1", "10.0.0.1", "8.8.8.8"])]
     hosts6 = ["::1", *_non_loopback(socket.AF_INET6, ["fd00::1", "2001:4860:4860::8888"])]
-    for h in hosts4:
-        add(socket.AF_INET, socket.SOCK_STREAM, (h, 0), "tcp4", f"tcp {h}")
-        add(socket.AF_INET, socket.SOCK_DGRAM, (h, 0), "udp4", f"udp {h}")
-    for h in hosts6:
-        add(socket.AF_INET6, socket.SOCK_STREAM, (h, 0), "tcp6", f"tcp6 {h}")
-        add(socket.AF_INET6, socket.SOCK_DGRAM, (h, 0), "udp6", f"udp6 {h}")
-    abstract = "gbx-conformance-" + secrets.token_hex(8)
-    targets["abstract"] = abstract
-    add(socket.AF_UNIX, socket.SOCK_STREAM, "\0" + abstract, None, "unix abstract")
+    for fam, hosts, suffix in ((socket.AF_INET, hosts4, "4"), (socket.AF_INET6, hosts6, "6")):
+        for h in hosts:
+            for kind, proto in ((socket.SOCK_STREAM, "tcp"), (socket.SOCK_DGRAM, "udp")):
+                s = servers.add(fam, kind, (h, 0), f"{proto}{suffix} {h}")
+                if s is not None:
+                    targets[proto + suffix].append([h, s.getsockname()[1]])
+    targets["abstract"] = "gbx-conformance-" + secrets.token_hex(8)
+    servers.add(socket.AF_UNIX, socket.SOCK_STREAM, "\0" + targets["abstract"], "unix abstract")
     for d in (host_dir, repo_dir):
         path = str(d / "s.sock")
-        add(socket.AF_UNIX, socket.SOCK_STREAM, path, None, f"unix {path}")
-        if os.path.exists(path):
+        if servers.add(socket.AF_UNIX, socket.SOCK_STREAM, path, f"unix {path}") is not None:
             os.chmod(path, 0o777)  # only isolation, not permissions, keeps a candidate out
             targets["unix_paths"].append(path)
-    yield Listeners(targets, received)
-    stop.set()
-    for s in socks:
-        s.close()
+    yield Listeners(targets, servers.received)
+    servers.close()

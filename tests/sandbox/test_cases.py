@@ -313,11 +313,12 @@ def test_non_utf8_byte_is_reported_with_its_line(tmp_path):
     assert _problems(path) == [f"{path}:2: not valid UTF-8 (byte 23 of the line)"]
 
 
-def test_lone_surrogate_escape_is_accepted_as_json(tmp_path):
-    # JSON allows "\ud800"; whether the sandbox can carry it is the wire's concern.
-    path = _write(tmp_path, ['{"fn": "f", "args": ["\\ud800"], "expect": 1}'])
-    (case,), _ = load_hidden(path)
-    assert case.args == ("\ud800",)
+def test_lone_surrogate_escape_is_a_problem(tmp_path):
+    # JSON allows "\ud800", but no candidate can return or receive one (the wire
+    # carries valid Unicode only), so a case holding one could never be graded.
+    path = _write(tmp_path, [GOOD, '{"fn": "f", "args": ["\\ud800"], "expect": 1}'])
+    (problem,) = _problems(path)
+    assert problem.startswith(f"{path}:2:") and "not valid Unicode" in problem
 
 
 def test_deep_nesting_is_a_problem_not_a_crash(tmp_path):

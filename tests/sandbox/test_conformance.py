@@ -22,8 +22,8 @@ import ctypes
 import json
 import os
 import secrets
-import shutil
 import signal
+import subprocess
 import sysconfig
 import threading
 import time
@@ -66,9 +66,6 @@ def known_failure(backend: str, reason: str, *, run: bool = True) -> pytest.Mark
     return pytest.mark.known_failure(backend, reason=reason, run=run)
 
 
-
-
-
 def attack(name: str) -> str:
     """The source of ``attacks/<name>.py``: a candidate program."""
     return (ATTACKS / f"{name}.py").read_text(encoding="utf-8")
@@ -84,17 +81,22 @@ class _Hung(Exception):
 
 
 def run_bounded(
-    sb: Any, code: str, cases: list[HiddenCase], *, fn: str = "f",
-    limit_s: float | None = None, limits: Limits | None = None,
+    sb: Any,
+    code: str,
+    cases: list[HiddenCase],
+    *,
+    fn: str = "f",
+    limit_s: float | None = None,
+    limits: Limits | None = None,
 ) -> tuple[RunResult, float]:
     """``sb.run`` under a watchdog; returns the result and the host-measured seconds.
 
     Fails the test (instead of hanging the suite) if ``run`` does not return,
     and fails it if ``run`` raises: the runner must never raise for anything a
-    candidate does. Runs on the calling (main) thread: a worker started from a
-    short-lived thread is killed when that thread ends (bwrap's
-    ``--die-with-parent`` is a per-thread parent-death signal), which
-    ``test_workers_survive_the_thread_that_started_them`` checks on its own.
+    candidate does. Runs on the calling thread, with a SIGALRM watchdog, so the
+    grader runs with a realistic stack depth (some attacks aim at recursion
+    limits); threads are exercised on their own in
+    ``test_workers_survive_the_thread_that_started_them``.
     """
     lim = limits or sb.limits
     bound = limit_s if limit_s is not None else lim.candidate_timeout_s + WORKER_GRACE_S + 10.0
@@ -108,8 +110,10 @@ def run_bounded(
     try:
         res = sb.run(code, fn, cases, limits=limits)
     except _Hung:
+        sb.conformance_broken = True
         pytest.fail(f"Sandbox.run did not return within {bound:.1f} s: the grader hung")
     except Exception as exc:
+        sb.conformance_broken = True
         raise AssertionError(
             f"Sandbox.run raised {type(exc).__name__}: {str(exc)[:300]} (it must return a "
             "RunResult for anything the candidate does)"
@@ -167,19 +171,22 @@ def marked_tasks(marker: str) -> list[str]:
             tids = []
         hits = [t for t in tids if needle in _read(f"{base}/task/{t}/comm")]
         if hits or any(needle in t for t in texts):
-            state = next((ln for ln in _read(f"{base}/status").splitlines()
-                          if ln.startswith(b"State:")), b"State: ?")
+            state = next(
+                (ln for ln in _read(f"{base}/status").splitlines() if ln.startswith(b"State:")),
+                b"State: ?",
+            )
             cmd = texts[0].replace(b"\0", b" ")[:120].decode("ascii", "replace")
-            found.append(f"pid {pid} ({state.decode().split(None, 1)[-1]}) "
-                         f"{len(hits)} marked threads: {cmd}")
+            found.append(
+                f"pid {pid} ({state.decode().split(None, 1)[-1]}) {len(hits)} marked threads: {cmd}"
+            )
     return found
 
 
 def survivors(marker: str, grace_s: float = 0.5) -> list[str]:
-    """Marked tasks still present after ``grace_s`` (time to be reaped)."""
+    """Marked tasks still alive after ``grace_s`` (zombies are dead: not counted)."""
     deadline = time.monotonic() + grace_s
     while True:
-        left = marked_tasks(marker)
+        left = [t for t in marked_tasks(marker) if "(Z " not in t]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
@@ -248,12 +255,16 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-
 # --------------------------------------------------------------- host clean-up
 
 
-def cleanup_ipc_and_keys(marker: str) -> None:
-    """Remove host IPC objects and keys a leaking backend may have left (best effort)."""
+def cleanup_host(marker: str) -> None:
+    """Remove what a leaking backend may have left on the host for ``marker`` (best effort).
+
+    Files in /tmp and /dev/shm (also inside the none backend's scratch dirs,
+    removed with ``rm -rf`` because a tree may be deeper than Python recurses),
+    POSIX message queues and semaphores, System V segments, keys.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     name = ("/" + marker).encode()
@@ -262,14 +273,13 @@ def cleanup_ipc_and_keys(marker: str) -> None:
     shmid = libc.shmget(zlib.crc32(marker.encode()) & 0x7FFFFFFF, 0, 0)
     if shmid >= 0:
         libc.shmctl(shmid, 0, None)  # IPC_RMID
-    kid = libc.syscall(249, b"user", marker.encode(), None, ctypes.c_long(0))
+    kid = libc.syscall(249, b"user", marker.encode(), None, ctypes.c_long(0))  # request_key
     if kid > 0:
-        libc.syscall(250, 21, ctypes.c_long(kid))  # KEYCTL_INVALIDATE
-    for d in ("/tmp", "/dev/shm"):
-        for name_ in os.listdir(d):
-            if marker in name_:
-                p = os.path.join(d, name_)
-                shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+        libc.syscall(250, 21, ctypes.c_long(kid))  # keyctl(KEYCTL_INVALIDATE)
+    leftovers = [p for d in ("/tmp", "/dev/shm") for p in Path(d).glob(f"*{marker}*")]
+    leftovers += list(Path("/tmp").glob(f"gradebox-none-*/*{marker}*"))
+    for p in leftovers:
+        subprocess.run(["rm", "-rf", "--", str(p)], check=False)
 
 
 def _unicode_problems(value: Any, path: str = "$") -> list[str]:
@@ -281,9 +291,11 @@ def _unicode_problems(value: Any, path: str = "$") -> list[str]:
             return [path]
         return []
     if isinstance(value, dict):
-        return [p for k, v in value.items()
-                for p in [*_unicode_problems(k, f"{path}<key>"),
-                          *_unicode_problems(v, f"{path}.{k!r}")]]
+        return [
+            p
+            for k, v in value.items()
+            for p in [*_unicode_problems(k, f"{path}<key>"), *_unicode_problems(v, f"{path}.{k!r}")]
+        ]
     if isinstance(value, list | tuple | set | frozenset):
         return [p for i, v in enumerate(value) for p in _unicode_problems(v, f"{path}[{i}]")]
     return []
@@ -292,6 +304,14 @@ def _unicode_problems(value: Any, path: str = "$") -> list[str]:
 def assert_valid_unicode(res: RunResult) -> None:
     bad = _unicode_problems(asdict(res))
     assert not bad, f"RunResult holds strings that are not valid Unicode at {bad}: {res!r:.400}"
+
+
+def assert_attack_reached_the_harness(res: RunResult) -> None:
+    """Attacks on harness internals raise ATTACK-NO-CHANNEL when the internals moved."""
+    assert "ATTACK-NO-CHANNEL" not in repr(res), (
+        "the attack could not find the harness internal it targets; the harness changed, "
+        "so update the attack (a hostile candidate would): " + repr(res)[:300]
+    )
 
 
 def assert_contained(res: RunResult, cases: list[Any]) -> list[str]:
@@ -319,7 +339,7 @@ def test_workers_survive_the_thread_that_started_them(fresh_sandbox: Any) -> Non
     # one, grades, and ends; thread B, queued behind A, gets that worker and runs a
     # slow honest candidate. The worker must not die with thread A.
     sb = fresh_sandbox()
-    run_bounded(sb, attack("kill_parent"), [make_case("f", 1, expect=2)])  # no live worker now
+    run_bounded(sb, attack("kill_parent"), [make_case("f", 1, proc_marker())])  # no worker now
     quick = [make_case("f", 1, expect=2)]
     slow = [make_case("f", i, expect=i + 1) for i in range(2)]
     results: dict[str, Any] = {}
@@ -337,8 +357,8 @@ def test_workers_survive_the_thread_that_started_them(fresh_sandbox: Any) -> Non
     b.join(30)
     assert outcomes(quick, results["a"]) == ["ok"], results["a"]
     assert outcomes(slow, results["b"]) == ["ok", "ok"], (
-        f"an honest candidate crashed when the thread that started its worker ended: "
-        f"{results['b']}")
+        f"an honest candidate crashed when the thread that started its worker ended: {results['b']}"
+    )
 
 
 # ------------------------------------------------------- hidden cases stay hidden
@@ -346,18 +366,35 @@ def test_workers_survive_the_thread_that_started_them(fresh_sandbox: Any) -> Non
 
 def _write_hidden(dirs: list[Path], marker: str, expects: list[str], canary: str) -> list[Path]:
     paths = [d / "hidden.jsonl" for d in dirs]
-    lines = [json.dumps({"fn": "f", "args": [[str(p) for p in paths], canary],
-                         "expect": e, "name": marker, "timeout_s": 8.0}) for e in expects]
+    lines = [
+        json.dumps(
+            {
+                "fn": "f",
+                "args": [[str(p) for p in paths], canary],
+                "expect": e,
+                "name": marker,
+                "timeout_s": 8.0,
+            }
+        )
+        for e in expects
+    ]
     for p in paths:
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
         p.chmod(0o644)
     return paths
 
 
-@known_failure("none", "the candidate reads the hidden file by its path; the full scan would "
-               "also read other host processes' pipes, so it is not run", run=False)
+@known_failure(
+    "none",
+    "the candidate reads the hidden file by its path; the full scan would "
+    "also read other host processes' pipes, so it is not run",
+    run=False,
+)
 def test_hidden_cases_and_expected_values_stay_out(
-    shared_sandbox: Any, host_dir: Path, repo_dir: Path, decoy_grader: Any,
+    shared_sandbox: Any,
+    host_dir: Path,
+    repo_dir: Path,
+    decoy_grader: Any,
 ) -> None:
     marker = "GBX-HIDDEN-" + secrets.token_hex(8)
     expects = [f"GBX-EXPECT-{i}-" + secrets.token_hex(8) for i in range(3)]
@@ -365,8 +402,10 @@ def test_hidden_cases_and_expected_values_stay_out(
     paths = _write_hidden([host_dir, repo_dir], marker, expects, canary)
     cases, problems = load_hidden(paths[0])
     assert not problems and len(cases) == 3
-    decoy_grader(["gradebox", "grade", "--hidden", str(paths[0]), "--name", marker],
-                 {"GBX_DECOY_MARKER": marker})
+    decoy_grader(
+        ["gradebox", "grade", "--hidden", str(paths[0]), "--name", marker],
+        {"GBX_DECOY_MARKER": marker},
+    )
     limits = replace(LIMITS, candidate_timeout_s=10.0)
     res, _ = run_bounded(shared_sandbox, attack("hidden_scan"), cases, limits=limits)
     assert res.infra_error is None, res.infra_error
@@ -380,12 +419,14 @@ def test_hidden_cases_and_expected_values_stay_out(
 
 def _context(text: str, needle: str) -> str:
     i = text.find(needle)
-    return text[max(0, i - 600): i + 200]
+    return text[max(0, i - 600) : i + 200]
 
 
 @known_failure("none", NO_ISOLATION + ": the hidden file is readable by its path")
 def test_hidden_file_cannot_be_read_by_path(
-    shared_sandbox: Any, host_dir: Path, repo_dir: Path,
+    shared_sandbox: Any,
+    host_dir: Path,
+    repo_dir: Path,
 ) -> None:
     marker = "GBX-HIDDEN-" + secrets.token_hex(8)
     expect = "GBX-EXPECT-" + secrets.token_hex(8)
@@ -403,10 +444,14 @@ def test_hidden_file_cannot_be_read_by_path(
 
 @known_failure("none", NO_ISOLATION + ": /proc/<grader>/environ is readable")
 def test_grader_environment_is_not_visible(
-    monkeypatch: pytest.MonkeyPatch, fresh_sandbox: Any, decoy_grader: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    fresh_sandbox: Any,
+    decoy_grader: Any,
 ) -> None:
-    keys = {"OPENAI_API_KEY": "sk-gbx-" + secrets.token_hex(12),
-            "GRADEBOX_JUDGE_API_KEY": "gbx-judge-" + secrets.token_hex(12)}
+    keys = {
+        "OPENAI_API_KEY": "sk-gbx-" + secrets.token_hex(12),
+        "GRADEBOX_JUDGE_API_KEY": "gbx-judge-" + secrets.token_hex(12),
+    }
     for k, v in keys.items():
         monkeypatch.setenv(k, v)
     decoy_grader(["gradebox", "grade"], keys)  # a grader started with the keys in its env
@@ -433,8 +478,9 @@ def test_no_network(shared_sandbox: Any, listeners: Any) -> None:
     assert listeners.received == [], f"the test's servers were reached: {listeners.received}"
     # A UDP send "succeeds" into the sandbox's own loopback too; for UDP only the
     # servers' side counts. Connections, and answers from resolvers, must all fail.
-    reached = {k: v for k, v in report.items()
-               if not v.startswith("failed") and not k.startswith("udp ")}
+    reached = {
+        k: v for k, v in report.items() if not v.startswith("failed") and not k.startswith("udp ")
+    }
     assert not reached, f"the candidate reached: {reached}"
     assert len(report) >= 6, report
 
@@ -442,15 +488,27 @@ def test_no_network(shared_sandbox: Any, listeners: Any) -> None:
 # ------------------------------------------------------ writes outside scratch
 
 
-@known_failure("none", NO_ISOLATION + ": it would write into the host's /, /etc and repo",
-               run=False)
+@known_failure(
+    "none", NO_ISOLATION + ": it would write into the host's /, /etc and repo", run=False
+)
 def test_no_writes_outside_scratch(
-    shared_sandbox: Any, host_dir: Path, repo_dir: Path,
+    shared_sandbox: Any,
+    host_dir: Path,
+    repo_dir: Path,
 ) -> None:
     marker = proc_marker()
-    host_dirs = [str(host_dir), str(repo_dir), str(REPO), str(REPO / "sandbox" / "child"),
-                 sysconfig.get_paths()["purelib"], "/root", str(Path.home()), "/var/tmp",
-                 "/usr/lib/python3", os.path.dirname(os.__file__)]
+    host_dirs = [
+        str(host_dir),
+        str(repo_dir),
+        str(REPO),
+        str(REPO / "sandbox" / "child"),
+        sysconfig.get_paths()["purelib"],
+        "/root",
+        str(Path.home()),
+        "/var/tmp",
+        "/usr/lib/python3",
+        os.path.dirname(os.__file__),
+    ]
     cases = [make_case("f", host_dirs, marker, expect=None)]
     res, _ = run_bounded(shared_sandbox, attack("write_outside"), cases)
     assert res.observations[0].status == "returned", res
@@ -467,17 +525,34 @@ def test_no_writes_outside_scratch(
 @pytest.mark.parametrize("name", ["loop_forever", "loop_ignoring_signals"])
 def test_infinite_loop_times_out_and_later_case_runs(shared_sandbox: Any, name: str) -> None:
     cases = [make_case("f", 0, expect=1), make_case("f", 1, expect=2)]
-    res, elapsed = run_bounded(shared_sandbox, attack(name), cases)
+    every_case = replace(shared_sandbox.limits, max_timeouts=0)  # run the later case too
+    res, elapsed = run_bounded(shared_sandbox, attack(name), cases, limits=every_case)
     assert res.infra_error is None, res.infra_error
     assert outcomes(cases, res) == ["timeout", "ok"], res
     bound = LIMITS.case_timeout_s + CASE_GRACE_S
     assert elapsed <= bound, f"a {LIMITS.case_timeout_s} s case ran {elapsed:.2f} s"
+    assert_still_grades(shared_sandbox)
+
+
+@pytest.mark.parametrize("mode", ["hide_current", "refresh_start"])
+def test_case_clock_cannot_be_rewritten_by_the_candidate(shared_sandbox: Any, mode: str) -> None:
+    cases = [make_case("f", 1, mode, expect=2)]  # takes 2.5 s; its limit is 1 s
+    res, elapsed = run_bounded(shared_sandbox, attack("clock_scribble"), cases)
+    assert_attack_reached_the_harness(res)
+    assert res.infra_error is None, res.infra_error
+    assert outcomes(cases, res) == ["timeout"], (
+        f"a case limited to {LIMITS.case_timeout_s} s ran {elapsed:.1f} s and was judged "
+        f"{outcomes(cases, res)}: the candidate moved its own clock"
+    )
+    assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, f"took {elapsed:.2f} s"
 
 
 def test_spinning_threads_do_not_outlive_the_candidate(shared_sandbox: Any) -> None:
     marker = proc_marker()
     cases = [make_case("f", 1, marker, expect=2)]
-    res, elapsed = run_bounded(shared_sandbox, attack("spinning_threads"), cases)
+    with ProcWatch(marker) as watch:
+        res, elapsed = run_bounded(shared_sandbox, attack("spinning_threads"), cases)
+    assert watch.peak_tasks >= 3, "the threads were never seen: the attack is broken"
     assert res.infra_error is None, res.infra_error
     assert outcomes(cases, res)[0] in ("ok", "timeout"), res
     assert elapsed <= LIMITS.candidate_timeout_s + CASE_GRACE_S, elapsed
@@ -491,10 +566,13 @@ def test_setsid_daemon_does_not_survive(shared_sandbox: Any, host_dir: Path) -> 
     marker = proc_marker()
     cases = [make_case("f", 1, marker, str(host_dir), expect=2)]
     try:
-        res, elapsed = run_bounded(shared_sandbox, attack("setsid_daemon"), cases)
+        with ProcWatch(marker) as watch:
+            res, elapsed = run_bounded(shared_sandbox, attack("setsid_daemon"), cases)
+        assert watch.peak_tasks >= 1, "the daemon was never seen: the attack is broken"
         assert res.infra_error is None, res.infra_error
         assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S, (
-            f"run took {elapsed:.2f} s: the grader waited for the daemon (or its pipes)")
+            f"run took {elapsed:.2f} s: the grader waited for the daemon (or its pipes)"
+        )
         left = survivors(marker)
         assert not left, f"the daemon survived the candidate: {left}"
         time.sleep(1.3)  # a surviving daemon would now have written its files
@@ -506,14 +584,16 @@ def test_setsid_daemon_does_not_survive(shared_sandbox: Any, host_dir: Path) -> 
         assert_still_grades(shared_sandbox)
     finally:
         kill_marked(marker)
-        cleanup_ipc_and_keys(marker)
+        cleanup_host(marker)
 
 
 def test_child_ignoring_sigterm_is_killed(shared_sandbox: Any) -> None:
     marker = proc_marker()
     cases = [make_case("f", 1, marker, expect=2)]
     try:
-        res, elapsed = run_bounded(shared_sandbox, attack("sigterm_child"), cases)
+        with ProcWatch(marker) as watch:
+            res, elapsed = run_bounded(shared_sandbox, attack("sigterm_child"), cases)
+        assert watch.peak_tasks >= 2, "the children were never seen: the attack is broken"
         assert res.infra_error is None, res.infra_error
         assert elapsed <= LIMITS.candidate_timeout_s + CASE_GRACE_S, elapsed
         left = survivors(marker)
@@ -527,14 +607,34 @@ def test_child_ignoring_sigterm_is_killed(shared_sandbox: Any) -> None:
 
 _TAKEDOWN = [
     pytest.param("kill_parent", id="kill_parent"),
-    pytest.param("kill_everything", id="kill_everything", marks=known_failure(
-        "none", "kill(-1, SIGKILL) as the grader's user would kill the host's processes",
-        run=False)),
-    pytest.param("kill_init", id="kill_init", marks=known_failure(
-        "none", "signals to the host's PID 1", run=False)),
-    pytest.param("stop_parent", id="stop_parent"),
-    pytest.param("stop_everything", id="stop_everything", marks=known_failure(
-        "none", "kill(-1, SIGSTOP) as the grader's user would freeze the host", run=False)),
+    pytest.param(
+        "kill_everything",
+        id="kill_everything",
+        marks=known_failure(
+            "none",
+            "kill(-1, SIGKILL) as the grader's user would kill the host's processes",
+            run=False,
+        ),
+    ),
+    pytest.param(
+        "kill_init",
+        id="kill_init",
+        marks=known_failure("none", "signals to the host's PID 1", run=False),
+    ),
+    pytest.param(
+        "stop_parent",
+        id="stop_parent",
+        marks=known_failure(
+            "none", "the candidate (its own session) outlives the stopped worker it is killed with"
+        ),
+    ),
+    pytest.param(
+        "stop_everything",
+        id="stop_everything",
+        marks=known_failure(
+            "none", "kill(-1, SIGSTOP) as the grader's user would freeze the host", run=False
+        ),
+    ),
 ]
 
 
@@ -543,12 +643,19 @@ def test_killing_or_stopping_the_sandbox_is_contained(fresh_sandbox: Any, name: 
     sb = fresh_sandbox(candidate_timeout_s=1.5)
     assert_still_grades(sb)
     fds = open_fds()
-    cases = [make_case("f", 1, expect=2)]
-    res, elapsed = run_bounded(sb, attack(name), cases)
+    marker = proc_marker()
+    cases = [make_case("f", 1, marker, expect=2)]
+    try:
+        res, elapsed = run_bounded(sb, attack(name), cases)
+        left = survivors(marker)
+    finally:
+        kill_marked(marker)
+    assert not left, f"the candidate outlived its run: {left}"
     bound = sb.limits.candidate_timeout_s + WORKER_GRACE_S
     assert elapsed <= bound, f"the grader took {elapsed:.1f} s (bound {bound} s)"
     assert res.infra_error is None, (
-        f"infra_error {res.infra_error!r}: the candidate caused it, so it must be its failure")
+        f"infra_error {res.infra_error!r}: the candidate caused it, so it must be its failure"
+    )
     if name != "kill_init":
         assert outcomes(cases, res) != ["ok"], res
     assert_still_grades(sb)
@@ -570,11 +677,14 @@ def test_fake_frames_on_stdout_and_stderr_are_only_output(shared_sandbox: Any) -
     assert_still_grades(shared_sandbox)
 
 
-@pytest.mark.parametrize("mode", ["deep", "float_index", "surrogate", "surrogate_raised",
-                                  "nan", "oversized", "truncated"])
+@pytest.mark.parametrize(
+    "mode",
+    ["deep", "float_index", "surrogate", "surrogate_raised", "nan", "oversized", "truncated"],
+)
 def test_forged_result_frames_cannot_break_the_grader(shared_sandbox: Any, mode: str) -> None:
     cases = [make_case("f", 0, mode, 0, expect=1), make_case("f", 1, "none", 0, expect=2)]
-    res, _ = run_bounded(shared_sandbox, attack("forge_result_pipe"), cases)
+    res, _ = run_bounded(shared_sandbox, attack("forge_result_frames"), cases)
+    assert_attack_reached_the_harness(res)
     got = assert_contained(res, cases)
     assert got[0] != "ok", got
     assert_still_grades(shared_sandbox)
@@ -583,11 +693,12 @@ def test_forged_result_frames_cannot_break_the_grader(shared_sandbox: Any, mode:
 def test_forged_frames_near_the_json_depth_limit(shared_sandbox: Any) -> None:
     # Nesting just under what the zygote's parser accepts can still be too deep for
     # the grader's (its stack is deeper); a sweep finds the band, wherever it is.
-    code = attack("forge_result_pipe")
+    code = attack("forge_result_frames")
     for depth in range(900, 1000):
         cases = [make_case("f", 0, "near_limit", depth, expect=1)]
         try:
             res, _ = run_bounded(shared_sandbox, code, cases)
+            assert_attack_reached_the_harness(res)
             assert_contained(res, cases)
         except AssertionError as exc:
             raise AssertionError(f"forged frame nested {depth} deep: {exc}") from exc
@@ -599,6 +710,7 @@ def test_exit_mid_run_is_a_crash_not_a_pass(shared_sandbox: Any) -> None:
     res, _ = run_bounded(shared_sandbox, attack("exit_mid_run"), cases)
     assert res.infra_error is None, res.infra_error
     assert outcomes(cases, res) == ["ok", "crash", "ok"], res
+    assert_still_grades(shared_sandbox)
 
 
 def test_sys_exit_is_an_error_unless_named(shared_sandbox: Any) -> None:
@@ -612,6 +724,7 @@ def test_sys_exit_is_an_error_unless_named(shared_sandbox: Any) -> None:
     res, _ = run_bounded(shared_sandbox, attack("sys_exit"), cases)
     assert res.infra_error is None, res.infra_error
     assert outcomes(cases, res) == ["error", "error", "ok", "error", "ok"], res
+    assert_still_grades(shared_sandbox)
 
 
 def test_exit_hooks_cannot_hang_or_forge(shared_sandbox: Any) -> None:
@@ -623,44 +736,75 @@ def test_exit_hooks_cannot_hang_or_forge(shared_sandbox: Any) -> None:
 
 
 def test_monkeypatching_the_harness_cannot_forge_a_pass(shared_sandbox: Any) -> None:
-    cases = [make_case("f", 1, expect=2), make_case("f", 2, expect=3),
-             error_case("f", 3, error="TypeError")]
+    cases = [
+        make_case("f", 1, expect=2),
+        make_case("f", 2, expect=3),
+        error_case("f", 3, error="TypeError"),
+    ]
     res, _ = run_bounded(shared_sandbox, attack("monkeypatch_harness"), cases)
     assert_contained(res, cases)
     assert_still_grades(shared_sandbox)
 
 
-@pytest.mark.parametrize("mode", ["plain", "builtins_name", "patched_builtins",
-                                  "class_property", "mro_property", "patched_stdlib"])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "plain",
+        "builtins_name",
+        "patched_builtins",
+        "class_property",
+        "mro_property",
+        "patched_stdlib",
+    ],
+)
 def test_lookalike_exception_is_an_error(shared_sandbox: Any, mode: str) -> None:
     expected = "json.JSONDecodeError" if mode == "patched_stdlib" else "TypeError"
     cases = [error_case("f", mode, error=expected)]
     res, _ = run_bounded(shared_sandbox, attack("lookalike_exception"), cases)
     assert res.observations[0].status == "raised", res
     assert assert_contained(res, cases) == ["error"], res.observations[0].raised
+    assert_still_grades(shared_sandbox)
 
 
-@pytest.mark.parametrize("kind, expect", [
-    ("int", 2), ("float", 2.0), ("str", "2"), ("list", [2]), ("tuple", (2,)),
-    ("dict", {"v": 2}), ("object", 2),
-])
+@pytest.mark.parametrize(
+    "kind, expect",
+    [
+        ("int", 2),
+        ("float", 2.0),
+        ("str", "2"),
+        ("list", [2]),
+        ("tuple", (2,)),
+        ("dict", {"v": 2}),
+        ("object", 2),
+    ],
+)
 def test_always_equal_result_is_wrong(shared_sandbox: Any, kind: str, expect: Any) -> None:
     cases = [make_case("f", kind, expect=expect)]
     res, _ = run_bounded(shared_sandbox, attack("always_equal"), cases)
     assert assert_contained(res, cases) == ["wrong"], res
+    assert_still_grades(shared_sandbox)
 
 
-@pytest.mark.parametrize("kind, outcome", [
-    ("cycle_list", "wrong"), ("cycle_dict", "wrong"), ("deep", "wrong"),
-    ("surrogate", "wrong"), ("surrogate_key", "wrong"), ("huge", "wrong"),
-    ("raise_surrogate", "error"), ("print_surrogate", "ok"),
-])
+@pytest.mark.parametrize(
+    "kind, outcome",
+    [
+        ("cycle_list", "wrong"),
+        ("cycle_dict", "wrong"),
+        ("deep", "wrong"),
+        ("surrogate", "wrong"),
+        ("surrogate_key", "wrong"),
+        ("huge", "wrong"),
+        ("raise_surrogate", "error"),
+        ("print_surrogate", "ok"),
+    ],
+)
 def test_unencodable_results_are_outcomes(shared_sandbox: Any, kind: str, outcome: str) -> None:
     cases = [make_case("f", kind, expect="printed")]
     res, _ = run_bounded(shared_sandbox, attack("weird_values"), cases)
     assert res.infra_error is None, res.infra_error
     assert outcomes(cases, res) == [outcome], res
     assert_valid_unicode(res)
+    assert_still_grades(shared_sandbox)
 
 
 # ------------------------------------------------------ nothing left behind
@@ -675,32 +819,49 @@ _LEFTOVERS = [
     pytest.param("deep_tree"),
     pytest.param("posix_shm", marks=known_failure("none", "/dev/shm is the host's")),
     pytest.param("posix_semaphore", marks=known_failure("none", "/dev/shm is the host's")),
-    pytest.param("posix_mqueue", marks=known_failure("none", _SHARED_IPC)),
+    "posix_mqueue",  # refused at creation on every backend (RLIMIT_MSGQUEUE = 0)
     pytest.param("sysv_shm", marks=known_failure("none", _SHARED_IPC)),
     pytest.param("user_keyring", marks=known_failure("none", "shares the host's keyrings")),
-    pytest.param("background_process", marks=known_failure(
-        "none", "a setsid daemon leaves the process group that the none backend kills")),
+    pytest.param(
+        "background_process",
+        marks=known_failure(
+            "none", "a setsid daemon leaves the process group that the none backend kills"
+        ),
+    ),
 ]
 
 
+#: Leftovers the sandbox refuses to create at all (RLIMIT_MSGQUEUE = 0), with the
+#: refusal the planting candidate observes (EMFILE).
+_REFUSED_AT_CREATION = {"posix_mqueue": "mq_open failed: errno 24"}
+
+
 @pytest.mark.parametrize("kind", _LEFTOVERS)
-def test_nothing_left_for_the_next_candidate(shared_sandbox: Any, kind: str) -> None:
+def test_nothing_left_for_the_next_candidate(fresh_sandbox: Any, kind: str) -> None:
+    sb = fresh_sandbox()  # one worker: both candidates run on it, one after the other
     marker = proc_marker()
     code = attack("leave_behind")
     try:
-        res1, _ = run_bounded(shared_sandbox, code, [make_case("plant", kind, marker)], fn="plant")
+        res1, _ = run_bounded(sb, code, [make_case("plant", kind, marker)], fn="plant")
         assert res1.infra_error is None, (
             f"planting {kind} made the run an infra_error ({res1.infra_error!r}): the candidate "
-            "caused it, so it must be the candidate's failure")
+            "caused it, so it must be the candidate's failure"
+        )
         assert res1.observations[0].status == "returned", res1
-        assert res1.observations[0].value == "planted", res1.observations[0].value
-        res2, _ = run_bounded(shared_sandbox, code, [make_case("look", kind, marker)], fn="look")
+        planted = res1.observations[0].value
+        if kind in _REFUSED_AT_CREATION and planted != "planted":
+            # Prevention also keeps the promise: the sandbox refused to create it.
+            assert planted == _REFUSED_AT_CREATION[kind], planted
+            return
+        assert planted == "planted", planted
+        res2, _ = run_bounded(sb, code, [make_case("look", kind, marker)], fn="look")
         assert res2.observations[0].status == "returned", res2
         assert res2.observations[0].value == [], (
-            f"the next candidate found what the previous one left: {res2.observations[0].value}")
+            f"the next candidate found what the previous one left: {res2.observations[0].value}"
+        )
     finally:
         kill_marked(marker)
-        cleanup_ipc_and_keys(marker)
+        cleanup_host(marker)
 
 
 # ------------------------------------------------------------ exhausting the host
@@ -718,7 +879,8 @@ def test_fork_bomb_is_contained(shared_sandbox: Any) -> None:
         assert elapsed <= LIMITS.case_timeout_s + CASE_GRACE_S + 1.0, f"took {elapsed:.1f} s"
         assert watch.peak_tasks >= 16, "the bomb did not go off: the attack is broken"
         assert watch.peak_tasks <= LIMITS.max_procs + 8, (
-            f"{watch.peak_tasks} processes at once (limit {LIMITS.max_procs})")
+            f"{watch.peak_tasks} processes at once (limit {LIMITS.max_procs})"
+        )
         assert not survivors(marker), survivors(marker)
         assert_still_grades(shared_sandbox)
     finally:
@@ -772,18 +934,24 @@ def test_memory_of_a_process_tree_is_bounded(shared_sandbox: Any) -> None:
         bound = LIMITS.memory_mb * 1.25
         assert watch.peak_rss_mb <= bound, (
             f"the candidate's processes held {watch.peak_rss_mb:.0f} MiB at once "
-            f"(memory limit {LIMITS.memory_mb} MiB): the limit does not bound a process tree")
+            f"(memory limit {LIMITS.memory_mb} MiB): the limit does not bound a process tree"
+        )
         assert_still_grades(shared_sandbox)
     finally:
         kill_marked(marker)
 
 
-@pytest.mark.parametrize("where", [
-    pytest.param("scratch", marks=known_failure("none", "the scratch dir is a host dir "
-                                                "without a size limit")),
-    pytest.param("tmp", marks=known_failure("none", "/tmp is the host's /tmp")),
-    pytest.param("shm", marks=known_failure("none", "/dev/shm is the host's")),
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(
+            "scratch",
+            marks=known_failure("none", "the scratch dir is a host dir without a size limit"),
+        ),
+        pytest.param("tmp", marks=known_failure("none", "/tmp is the host's /tmp")),
+        pytest.param("shm", marks=known_failure("none", "/dev/shm is the host's")),
+    ],
+)
 def test_disk_fill_is_contained(shared_sandbox: Any, where: str) -> None:
     marker = proc_marker()
     cap_mb = 4 * LIMITS.scratch_mb
@@ -792,12 +960,13 @@ def test_disk_fill_is_contained(shared_sandbox: Any, where: str) -> None:
         res, _ = run_bounded(shared_sandbox, attack("disk_fill"), cases)
         assert res.infra_error is None, res.infra_error
         assert res.observations[0].status != "returned", (
-            f"wrote {cap_mb} MiB to {where} (size limit {LIMITS.scratch_mb} MiB)")
+            f"wrote {cap_mb} MiB to {where} (size limit {LIMITS.scratch_mb} MiB)"
+        )
         on_host = [n for d in ("/tmp", "/dev/shm") for n in os.listdir(d) if marker in n]
         assert not on_host, f"files on the host: {on_host}"
         assert_still_grades(shared_sandbox)
     finally:
-        cleanup_ipc_and_keys(marker)
+        cleanup_host(marker)
 
 
 @pytest.mark.parametrize("mode", ["gib_stdout", "forever_stdout", "forever_stderr"])
@@ -827,13 +996,17 @@ _HONEST = {
     "float_tol": [make_case("f", [0.1, 0.2], expect=[0.3, 0.15], tol=1e-9)],
     "main_guard": [make_case("f", 1, expect=2)],
     "scratch_file": [make_case("f", "hello", expect="hellohello")],
-    "stdlib": [make_case("f", "abca", expect=[3, "a", 4, "1/2", "0.3", [1, 4], 2, True,
-                                              "abc", 24])],
-    "raises": [make_case("f", 2, expect=True), error_case("f", "x", error="TypeError"),
-               error_case("f", True, error="TypeError"),
-               error_case("f", "subclass", error="TypeError"),
-               error_case("f", "json", error="json.JSONDecodeError"),
-               error_case("f", "json", error="ValueError")],
+    "stdlib": [
+        make_case("f", "abca", expect=[3, "a", 4, "1/2", "0.3", [1, 4], 2, True, "abc", 24])
+    ],
+    "raises": [
+        make_case("f", 2, expect=True),
+        error_case("f", "x", error="TypeError"),
+        error_case("f", True, error="TypeError"),
+        error_case("f", "subclass", error="TypeError"),
+        error_case("f", "json", error="json.JSONDecodeError"),
+        error_case("f", "json", error="ValueError"),
+    ],
     "slow": [make_case("f", 1, expect=2)],
 }
 
@@ -847,9 +1020,3 @@ def test_honest_candidate_passes(shared_sandbox: Any, name: str) -> None:
     assert [g.outcome for g in got] == ["ok"] * len(cases), (got, res)
     if name == "print_a_lot":
         assert res.stdout.startswith("line 00000 "), res.stdout[:100]
-
-
-def test_limits_used_here_are_small() -> None:
-    # The bounds in this suite are derived from LIMITS; keep them fast.
-    assert isinstance(LIMITS, Limits)
-    assert LIMITS.case_timeout_s <= 1.0 and LIMITS.candidate_timeout_s <= 5.0

@@ -14,6 +14,7 @@ no marker file appears; a later candidate finds nothing.
 
 import os
 import sys
+import time
 
 _DAEMON = r"""
 import os, signal, sys, time
@@ -45,4 +46,5 @@ def f(x, marker, host_dir):
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+    time.sleep(0.3)  # let the host see it
     return x + 1

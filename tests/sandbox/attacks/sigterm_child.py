@@ -33,4 +33,5 @@ def f(x, marker):
             time.sleep(20)
         finally:
             os._exit(0)
+    time.sleep(0.3)  # let the host see them
     return x + 1

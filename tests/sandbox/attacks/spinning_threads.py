@@ -11,6 +11,7 @@ and no marked thread exists on the host afterwards.
 
 import ctypes
 import threading
+import time
 
 
 def _name(marker):
@@ -28,4 +29,5 @@ def _spin(marker):
 def f(x, marker):
     for _ in range(3):
         threading.Thread(target=_spin, args=(marker,)).start()
+    time.sleep(0.3)  # let the host see them
     return x + 1
