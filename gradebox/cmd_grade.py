@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import sys
+import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from tqdm import tqdm
 
 from gradebox.errors import BadInput, SetupError
 from gradebox.grader import GradeConfig, Grader, grade_all
-from gradebox.inputs import load_inputs
+from gradebox.inputs import RunInputs, load_inputs
+from gradebox.pipeline import Stage
 from gradebox.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
 from sandbox.types import Limits
+
+if TYPE_CHECKING:
+    from gradebox.static_stage import StaticStage
 
 __all__ = ["grade"]
 
@@ -97,13 +104,57 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     help="Put arguments and expected values of failed cases on rows (reveals hidden cases).",
 )
 @click.option("--gate", "gate_exit", is_flag=True, help="Exit 1 when any verdict is not 'pass'.")
+@click.option("--no-static", is_flag=True, help="Skip the static layers (rows get static: null).")
 @click.option(
-    "--no-static", is_flag=True, help="Skip the static layers (not built yet: always off)."
+    "--lockfile",
+    type=_PATH,
+    help="requirements.txt, uv.lock, poetry.lock or pylock.toml: the distributions candidates "
+    "may import (default: what is installed here).",
 )
-@click.option("--no-judge", is_flag=True, help="Skip the LLM judge (not built yet: always off).")
+@click.option(
+    "--static-policy",
+    type=_PATH,
+    metavar="FILE",
+    help="TOML or JSON with fail_on / review_on finding selectors (default: high-severity "
+    "security findings and invented imports fail; the rest annotates).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="mypy's cache for the static layers, kept between runs (default: a temporary one).",
+)
+@click.option(
+    "--sarif", type=_PATH, help="Write every static finding here as SARIF 2.1.0 at the end."
+)
+@click.option("--no-judge", is_flag=True, help="Skip the LLM judge (rows get judge: null).")
+@click.option("--judge-model", metavar="NAME", help="Judge model (default: $GRADEBOX_JUDGE_MODEL).")
+@click.option(
+    "--judge-rubric",
+    metavar="NAME",
+    help="Rubric name or file for every task (default: each task's own).",
+)
+@click.option(
+    "--judge-cache",
+    type=_PATH,
+    help="SQLite cache of judge replies (default: $XDG_CACHE_HOME/gradebox/judge.sqlite "
+    "or ~/.cache/gradebox/judge.sqlite).",
+)
+@click.option("--no-judge-cache", is_flag=True, help="Neither read nor write the judge cache.")
+@click.option(
+    "--judge-concurrency",
+    type=click.IntRange(1, 256),
+    help="Judge requests in flight at once (default: 8).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stderr.")
 def grade(**opts: Any) -> None:
     r"""Grade samples against hidden cases in a sandbox; write one row per sample.
+
+    After the sandbox, the static layers (ruff, mypy, bandit, imports vs lockfile,
+    diff size, metrics) and the LLM judge annotate each row; a static policy
+    failure fails a sample, and a judge mismatch or unparseable judge reply sends
+    a passing sample to needs_review. Neither ever turns a failed test into a pass.
+    The judge needs GRADEBOX_JUDGE_BASE_URL (or OPENAI_API_KEY) and
+    GRADEBOX_JUDGE_MODEL; without them it is skipped with one line.
 
     Rows go to --out (or stdout) in input order as they finish; a summary goes to
     stderr. Exit 0 when every sample was graded, 1 with --gate when any verdict is
@@ -136,27 +187,86 @@ def _run(**o: Any) -> int:
     if o["banned_imports"] is not None:
         banned = tuple(m.strip() for m in o["banned_imports"].split(",") if m.strip())
     config = GradeConfig(limits=limits, banned_imports=banned, explain=o["explain"])
-    # Workers start (and prove their isolation) while the inputs are read; bad input
-    # still stops the run before any candidate is graded.
-    with ThreadPoolExecutor(max_workers=1) as starter:
-        pending = starter.submit(
-            open_sandbox,
-            o["isolation"],
-            limits,
-            workers=o["jobs"],
-            python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
-        )
-        try:
-            inputs = load_inputs(
-                o["hidden"], o["samples"], o["public"], skip_bad_lines=o["skip_bad_lines"]
+    if o["sarif"] is not None and o["no_static"]:
+        raise BadInput(["--sarif needs the static layers: drop --no-static"])
+    with contextlib.ExitStack() as stack:
+        # Workers start (and prove their isolation) while the inputs are read and the
+        # later stages set up; bad input still stops the run before any grading.
+        with ThreadPoolExecutor(max_workers=1) as starter:
+            pending = starter.submit(
+                open_sandbox,
+                o["isolation"],
+                limits,
+                workers=o["jobs"],
+                python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
             )
-        except BadInput:
-            _discard_sandbox(pending)
-            raise
-        try:
-            sandbox = pending.result()
-        except IsolationUnavailable as exc:
-            raise SetupError(str(exc)) from exc
+            try:
+                inputs = load_inputs(
+                    o["hidden"], o["samples"], o["public"], skip_bad_lines=o["skip_bad_lines"]
+                )
+                stages = _open_stages(o, inputs, stack)
+            except BaseException:  # bad input, a missing tool, Ctrl-C: stop the workers too
+                _discard_sandbox(pending)
+                raise
+            try:
+                sandbox = pending.result()
+            except IsolationUnavailable as exc:
+                raise SetupError(str(exc)) from exc
+        return _grade(o, inputs, sandbox, Grader(sandbox, inputs.tasks, config), stages)
+
+
+@dataclass(frozen=True, slots=True)
+class _Stages:
+    """The stages after the sandbox, as the options ask."""
+
+    all: list[Stage]
+    """In pipeline order."""
+    static: StaticStage | None
+    """The static stage, when on (for SARIF)."""
+
+
+def _open_stages(o: dict[str, Any], inputs: RunInputs, stack: contextlib.ExitStack) -> _Stages:
+    stages: list[Stage] = []
+    static = None
+    # Each stage is imported only when it is on: static costs ~0.08 s of start-up, the
+    # judge (openai) ~0.4 s, which a --no-static --no-judge run should not pay.
+    if not o["no_static"]:
+        from gradebox.static_stage import open_static_stage  # noqa: PLC0415
+
+        cache = o["cache_dir"]
+        if cache is None:
+            cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gradebox-mypy-")))
+        static = open_static_stage(
+            cache_dir=cache,
+            jobs=o["jobs"],
+            lockfile=o["lockfile"],
+            policy_file=o["static_policy"],
+            keep_for_sarif=o["sarif"] is not None,
+        )
+        stages.append(static)
+    if not o["no_judge"]:
+        from gradebox.judge_stage import SkippedJudge, open_judge_stage  # noqa: PLC0415
+
+        publics = [t.public for t in inputs.tasks.values() if t.public is not None]
+        judge = open_judge_stage(
+            os.environ,
+            rubric_names=[p.rubric for p in publics if p.spec.strip()],
+            model=o["judge_model"],
+            rubric=o["judge_rubric"],
+            cache_path=o["judge_cache"],
+            no_cache=o["no_judge_cache"],
+            concurrency=o["judge_concurrency"],
+        )
+        stack.callback(judge.close)
+        if isinstance(judge, SkippedJudge):
+            click.echo(f"gradebox grade: {judge.notice}", err=True)
+        stages.append(judge)
+    return _Stages(stages, static)
+
+
+def _grade(
+    o: dict[str, Any], inputs: RunInputs, sandbox: Sandbox, grader: Grader, stages: _Stages
+) -> int:
     for p in inputs.problems:
         click.echo(f"skipped: {p}", err=True)
     jobs = min(o["jobs"], len(inputs.samples))
@@ -175,21 +285,30 @@ def _run(**o: Any) -> int:
             disable=not sys.stderr.isatty(),
         ) as bar,
     ):
-        grader = Grader(sandbox, inputs.tasks, config)
 
         def tick(_i: int, _row: dict[str, Any]) -> None:
             bar.update()
 
-        for row in grade_all(grader, inputs.samples, pool, on_row=tick):
+        for row in grade_all(grader, inputs.samples, pool, on_row=tick, stages=stages.all):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             out.flush()
             rows.append(row)
+    if o["sarif"] is not None and stages.static is not None:
+        log = stages.static.sarif([r["id"] for r in rows], importlib.metadata.version("gradebox"))
+        o["sarif"].write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    return _report(o, rows, seconds=time.monotonic() - t0, backend=sandbox.backend)
+
+
+def _report(o: dict[str, Any], rows: list[dict[str, Any]], *, seconds: float, backend: str) -> int:
     summary = summarize(rows)
     if o["as_json"]:
         click.echo(json.dumps(summary), err=True)
     else:
+        click.echo(format_summary(summary, seconds=seconds, backend=backend), err=True)
+    if summary["static"]["infra_errors"]:
         click.echo(
-            format_summary(summary, seconds=time.monotonic() - t0, backend=sandbox.backend),
+            f"gradebox grade: static tools failed on {summary['static']['infra_errors']} "
+            "samples (see static.infra_error on the rows; their passes need review)",
             err=True,
         )
     if summary["infra_errors"]:

@@ -5,6 +5,10 @@ with the shape of :class:`concurrent.futures.Executor` (``submit`` returning
 futures), so a distributed engine with that shape can run the same work. The
 default is a thread pool as wide as the sandbox's worker pool: the threads only
 wait on worker pipes; candidates run in the isolated worker processes.
+
+The stages after the sandbox (static layers, judge) run in the coordinating
+process, batched over chunks of samples (:mod:`gradebox.pipeline`); the
+verdict is settled once every stage has annotated a sample.
 """
 
 from __future__ import annotations
@@ -12,13 +16,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from gradebox.extract import extract
 from gradebox.gate import DEFAULT_BANNED, gate
-from gradebox.verdict import decide
+from gradebox.pipeline import CHUNK, Facts, Graded, Stage, finish, stream
 from sandbox.child.wire import to_wire
 from sandbox.compare import judge_case
 from sandbox.runner import Sandbox
@@ -91,7 +95,11 @@ class Grader:
         return DEFAULT_BANNED
 
     def grade(self, sample: Sample) -> dict[str, Any]:
-        """Grade one sample and return its results row (never raises for the candidate)."""
+        """Grade one sample without later stages and return its row (never raises for it)."""
+        return finish(self.grade_tests(sample), {})
+
+    def grade_tests(self, sample: Sample) -> Graded:
+        """Extract, gate and run the hidden cases; the verdict waits for the later stages."""
         t0 = time.perf_counter()
         task = self.tasks[sample.fn]
         pub = task.public
@@ -115,20 +123,20 @@ class Grader:
         if contract_ok and not g.fired:
             run = self.sandbox.run(ext.code, sample.fn, task.cases, self.config.limits)
         outcomes = _outcomes(task.cases, run)
-        v = decide(
+        facts = Facts(
             infra_error=bool(run and run.infra_error),
             contract_ok=contract_ok,
             syntax_ok=g.syntax == "ok",
-            banned=g.banned,
+            banned=tuple(g.banned),
             claim=g.claim,
-            outcomes=outcomes,
+            outcomes=tuple(outcomes),
         )
         row: dict[str, Any] = {
             "id": sample.id,
             "fn": sample.fn,
-            "pass": v.passed,
-            "verdict": v.verdict,
-            "reason": v.reason,
+            "pass": False,  # settled by pipeline.finish
+            "verdict": "needs_review",
+            "reason": "infra_error",
             "failed": [i for i, o in enumerate(outcomes) if o in ("wrong", "error", "crash")],
             "timeouts": [i for i, o in enumerate(outcomes) if o == "timeout"],
             "outcomes": outcomes,
@@ -144,7 +152,15 @@ class Grader:
             row["detail"] = detail
         if self.config.explain and run is not None:
             row["explain"] = _explain(task.cases, run)
-        return row
+        return Graded(
+            sample_id=sample.id,
+            fn=sample.fn,
+            code=ext.code if contract_ok else None,
+            original=sample.original,
+            public=pub,
+            row=row,
+            facts=facts,
+        )
 
 
 def _outcomes(cases: Sequence[HiddenCase], run: RunResult | None) -> list[str]:
@@ -195,29 +211,37 @@ def grade_all(
     samples: Sequence[Sample],
     executor: Executor,
     on_row: Callable[[int, dict[str, Any]], None] | None = None,
+    *,
+    stages: Sequence[Stage] = (),
+    chunk: int = CHUNK,
 ) -> Iterator[dict[str, Any]]:
-    """Grade every sample through ``executor``; yield rows in input order.
+    """Grade every sample through ``executor``, then the stages; yield rows in input order.
 
     Rows are yielded as soon as every earlier row is done, so a consumer that
     writes them as they come loses no finished row if the run is interrupted.
     ``on_row(index, row)`` is called as each row finishes (for progress).
+
+    Args:
+        grader: Extract, gate and sandbox (the work submitted to ``executor``).
+        samples: The samples, in input order.
+        executor: Anything with ``submit`` returning futures.
+        on_row: Progress callback.
+        stages: Stages after the sandbox (static layers, judge), batched over
+            chunks of ``chunk`` samples, each in a thread of its own.
+        chunk: Samples per chunk handed to the stages.
+
+    Returns:
+        An iterator of final rows.
     """
-    futures: dict[Future[dict[str, Any]], int] = {
-        executor.submit(grader.grade, s): i for i, s in enumerate(samples)
-    }
-    done: dict[int, dict[str, Any]] = {}
-    nxt = 0
-    for fut in as_completed(futures):
-        i = futures[fut]
-        try:
-            done[i] = fut.result()
-        except Exception as exc:
-            done[i] = _infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
-        if on_row is not None:
-            on_row(i, done[i])
-        while nxt in done:
-            yield done.pop(nxt)
-            nxt += 1
+
+    def submit(i: int) -> Future[Graded]:
+        return executor.submit(grader.grade_tests, samples[i])
+
+    def fallback(i: int, exc: Exception) -> Graded:
+        row = _infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
+        return Graded(samples[i].id, samples[i].fn, None, None, None, row, None)
+
+    return stream(submit, len(samples), fallback, stages=stages, on_row=on_row, chunk=chunk)
 
 
 def _infra_row(sample: Sample, message: str) -> dict[str, Any]:

@@ -1,4 +1,11 @@
-"""The end-of-run summary: counts, pass@1 per task, and a one-screen text form."""
+"""The end-of-run summary: counts, pass@1 per task, static and judge figures, a text form.
+
+Static figures: findings by severity, samples the policy failed or sent to
+review, samples on which a static tool failed. Judge reliability: results by
+status, cache hits, retries, mismatches, and how often the judge's intent
+verdict agrees with the hidden tests (a confusion table and Cohen's kappa),
+so a user sees at a glance whether this judge can be trusted on this task set.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +44,63 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "k": 1,
         "pass@1": (sum(t["pass@1"] for t in tasks.values()) / len(tasks)) if tasks else None,
         "tasks": tasks,
+        "static": _static(rows),
+        "judge": _judge(rows),
     }
+
+
+_SEVERITIES = ("high", "medium", "low", "info")
+_STATUSES = ("scored", "needs_review", "unavailable", "skipped")
+
+
+def _static(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    checked = [r["static"] for r in rows if r.get("static")]
+    severities: Counter[str] = Counter()
+    for s in checked:
+        severities.update(s["counts"]["by_severity"])
+    return {
+        "checked": len(checked),
+        "findings": {k: severities.get(k, 0) for k in _SEVERITIES},
+        "policy_fail": sum(1 for s in checked if s["effect"] == "fail"),
+        "policy_review": sum(1 for s in checked if s["effect"] == "review"),
+        "infra_errors": sum(1 for s in checked if s["infra_error"]),
+    }
+
+
+def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    judged = [(r, r["judge"]) for r in rows if r.get("judge")]
+    statuses = Counter(j["status"] for _, j in judged)
+    table = Counter(
+        (
+            j["verdict"],
+            "pass" if r["outcomes"] and all(o == "ok" for o in r["outcomes"]) else "fail",
+        )
+        for r, j in judged
+        if j["status"] == "scored" and j.get("verdict") in ("match", "mismatch")
+    )
+    agreement = {f"{v}_{t}": table[(v, t)] for v in ("match", "mismatch") for t in ("pass", "fail")}
+    return {
+        "rows": len(judged),
+        **{k: statuses.get(k, 0) for k in _STATUSES},
+        "cache_hits": sum(1 for _, j in judged if j.get("cache_hit")),
+        "retries": sum(max(0, (j.get("attempts") or 0) - 1) for _, j in judged),
+        "mismatches": sum(
+            1 for _, j in judged if j["status"] == "scored" and j["verdict"] == "mismatch"
+        ),
+        "agreement": {**agreement, "kappa": _kappa(agreement)},
+    }
+
+
+def _kappa(t: dict[str, int]) -> float | None:
+    """Cohen's kappa of judge match/mismatch against hidden pass/fail (``None`` if undefined)."""
+    a, b = t["match_pass"], t["match_fail"]
+    c, d = t["mismatch_pass"], t["mismatch_fail"]
+    n = a + b + c + d
+    if n == 0:
+        return None
+    observed = (a + d) / n
+    expected = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
+    return None if expected == 1 else round((observed - expected) / (1 - expected), 4)
 
 
 def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
@@ -49,6 +112,7 @@ def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
         f"with crashes {s['with_crashes']}   infra errors {s['infra_errors']}",
         "  reasons: " + ", ".join(f"{k} {v}" for k, v in s["reasons"].items()),
     ]
+    lines += _stage_lines(s)
     if s["pass@1"] is not None:
         lines.append(f"  pass@1 (k=1, mean over {len(s['tasks'])} tasks): {s['pass@1']:.3f}")
     width = max((len(fn) for fn in s["tasks"]), default=4)
@@ -59,3 +123,32 @@ def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
     if len(s["tasks"]) > 30:
         lines.append(f"    ... {len(s['tasks']) - 30} more tasks (see --json)")
     return "\n".join(lines)
+
+
+def _stage_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    st = s["static"]
+    if st["checked"]:
+        found = ", ".join(f"{k} {v}" for k, v in st["findings"].items())
+        lines.append(
+            f"  static: findings {found}; samples failed by policy {st['policy_fail']}, "
+            f"for review {st['policy_review']}; tool errors {st['infra_errors']}"
+        )
+    j = s["judge"]
+    if j["rows"]:
+        statuses = ", ".join(f"{k} {j[k]}" for k in _STATUSES)
+        line = (
+            f"  judge: {statuses}; cache hits {j['cache_hits']}, retries {j['retries']}, "
+            f"mismatches {j['mismatches']}"
+        )
+        agree = j["agreement"]
+        n = sum(v for k, v in agree.items() if k != "kappa")
+        if n:
+            kappa = "n/a" if agree["kappa"] is None else f"{agree['kappa']:.2f}"
+            line += (
+                f"; vs hidden tests (n={n}): match/pass {agree['match_pass']}, "
+                f"match/fail {agree['match_fail']}, mismatch/pass {agree['mismatch_pass']}, "
+                f"mismatch/fail {agree['mismatch_fail']}, kappa {kappa}"
+            )
+        lines.append(line)
+    return lines

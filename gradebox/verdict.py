@@ -54,6 +54,7 @@ def decide(
     outcomes: Sequence[str],
     static_fail: bool = False,
     static_review: bool = False,
+    static_infra_error: bool = False,
     judge_mismatch: bool = False,
     judge_unscored: bool = False,
 ) -> Verdict:
@@ -68,6 +69,8 @@ def decide(
         outcomes: One outcome per hidden case.
         static_fail: The static policy says this sample fails.
         static_review: Static findings ask for a human look.
+        static_infra_error: A static tool failed on this sample: a pass cannot be
+            confirmed, so it needs review (a failure stays a failure).
         judge_mismatch: The judge found the implementation does not match intent.
         judge_unscored: The judge's reply broke protocol.
 
@@ -88,6 +91,8 @@ def decide(
         return Verdict("fail", "hidden_tests")
     if static_fail:
         return Verdict("fail", "policy:static")
+    if static_infra_error:
+        return Verdict("needs_review", "infra_error")
     if judge_mismatch:
         return Verdict("needs_review", "judge:mismatch")
     if judge_unscored:

@@ -17,6 +17,21 @@ BAD = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _no_judge_endpoint():
+    """These runs never reach a judge, whatever the developer's environment holds."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in (
+            "GRADEBOX_JUDGE_BASE_URL",
+            "GRADEBOX_JUDGE_API_KEY",
+            "GRADEBOX_JUDGE_MODEL",
+            "OPENAI_BASE_URL",
+            "OPENAI_API_KEY",
+        ):
+            mp.delenv(name, raising=False)
+        yield
+
+
 def _write(path: Path, text: str | None) -> None:
     if text is not None:
         path.write_bytes(text.encode("utf-8", "surrogateescape"))
@@ -215,7 +230,9 @@ def test_help_has_an_example():
 
 def test_max_timeouts_zero_runs_every_case_after_a_timeout(tmp_path):
     (tmp_path / "h.jsonl").write_text(
-        "".join(f'{{"fn": "f", "args": [{i}], "expect": {i}, "timeout_s": 0.3}}\n' for i in range(4))
+        "".join(
+            f'{{"fn": "f", "args": [{i}], "expect": {i}, "timeout_s": 0.3}}\n' for i in range(4)
+        )
     )
     code = "def f(x):\n    while x % 2:\n        pass\n    return x\n"
     (tmp_path / "s.jsonl").write_text(json.dumps({"id": "a", "fn": "f", "code": code}) + "\n")

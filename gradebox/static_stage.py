@@ -1,0 +1,244 @@
+"""The static stage of ``gradebox grade``: tool layers batched, cheap checks per candidate.
+
+Per batch of graded samples (:class:`StaticStage.run`, one call per chunk or
+merged chunks), for every sample whose extraction succeeded:
+
+- the tool layers (ruff, mypy, bandit) through :func:`static.batch.check_batch`,
+  each tool once over the whole batch, on ``jobs`` cores;
+- in this process: imports versus the lockfile (:func:`static.imports.check`),
+  diff size when the sample carries its ``original`` (:func:`static.diffsize.check`),
+  complexity and documentation metrics (:func:`static.metrics.check`);
+- the policy (:func:`static.policy.apply`): ``fail``, ``review`` or ``pass``.
+
+The row's ``static`` field::
+
+    {"findings": [{"layer", "rule", "severity", "line", "col", "message"}, ...],
+     "metrics": {...}, "diff": {...} | null,
+     "counts": {"by_layer": {...}, "by_severity": {...}},
+     "effect": "pass" | "review" | "fail", "deciding": [rule ids],
+     "infra_error": {layer: message} | null}
+
+and ``null`` for a sample with no extracted code. A tool that failed is an
+``infra_error`` for its layer, never a finding: the findings of the other
+layers still count, and a sample whose hidden tests all pass becomes
+``needs_review`` (reason ``infra_error``) since its pass cannot be confirmed.
+
+Setup (:func:`open_static_stage`) reads the lockfile and the policy file and
+checks that every tool is installed, before any grading.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import tomllib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gradebox.errors import BadInput, SetupError
+from gradebox.pipeline import Annotation, Graded
+from static import diffsize, imports, metrics
+from static.batch import Candidate, StaticConfig, StaticResult, check_batch, check_tools
+from static.findings import Finding, ToolError
+from static.lockfiles import LockfileError, read_lockfile
+from static.policy import DEFAULT_POLICY, Policy, apply, deciding
+from static.sarif import to_sarif
+
+__all__ = ["StaticStage", "load_policy", "open_static_stage"]
+
+
+class StaticStage:
+    """Static findings, metrics and the policy's effect for batches of graded samples."""
+
+    field = "static"
+    """The row field this stage fills."""
+
+    def __init__(
+        self,
+        config: StaticConfig,
+        *,
+        policy: Policy = DEFAULT_POLICY,
+        pins: Mapping[str, str] | None = None,
+        environment: Mapping[str, Sequence[str]] | None = None,
+        keep_for_sarif: bool = False,
+    ) -> None:
+        """Set up the stage (the tools are not checked here: see :func:`open_static_stage`).
+
+        Args:
+            config: The tool layers' configuration (layers, cache, cores).
+            policy: Which findings fail a sample and which ask for review.
+            pins: ``{distribution: version}`` from the lockfile; ``None`` without one.
+            environment: ``importlib.metadata.packages_distributions()``, computed once.
+            keep_for_sarif: Keep every sample's findings and code for :meth:`sarif`.
+        """
+        self.config = config
+        self.policy = policy
+        self.pins = pins
+        self.environment = (
+            importlib.metadata.packages_distributions() if environment is None else environment
+        )
+        self._kept: dict[str, tuple[list[Finding], str]] | None = {} if keep_for_sarif else None
+
+    def run(self, items: Sequence[Graded]) -> list[Annotation]:
+        """Check every item that has extracted code; one annotation per item."""
+        todo = [(k, g, g.code) for k, g in enumerate(items) if g.code is not None]
+        candidates = [Candidate(code, g.fn, _signature(g)) for _, g, code in todo]
+        results = check_batch(candidates, self.config)
+        notes = [Annotation(None)] * len(items)
+        for (k, g, code), result in zip(todo, results, strict=True):
+            notes[k] = self._annotate(g, code, result)
+        return notes
+
+    def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
+        """Annotations for a batch whose checks raised: an infra error on each checked sample."""
+        return [
+            Annotation(None)
+            if g.code is None
+            else _note(self._field([], {}, None, {"static": message}))
+            for g in items
+        ]
+
+    def sarif(self, order: Sequence[str], version: str) -> dict[str, Any]:
+        """The SARIF 2.1.0 log of every kept sample's findings.
+
+        Args:
+            order: Sample ids in run order (ids without static results are left out).
+            version: gradebox's version.
+
+        Returns:
+            The log, with each sample located in ``candidates/<sample id>.py``.
+        """
+        kept = self._kept or {}
+        ids = [i for i in order if i in kept]
+        results = [(i, f"candidates/{i}.py", kept[i][0]) for i in ids]
+        return to_sarif(results, version, sources={i: kept[i][1] for i in ids})
+
+    def _annotate(self, g: Graded, code: str, result: StaticResult) -> Annotation:
+        findings = list(result.findings)
+        findings += imports.check(code, self.pins, environment=self.environment)
+        numbers, found = metrics.check(code)
+        findings += found
+        diff: dict[str, Any] | None = None
+        if g.original is not None:
+            diff, found = diffsize.check(code, g.original)
+            findings += found
+        findings.sort(key=lambda f: (f.line, f.col, f.layer, f.rule, f.message))
+        if self._kept is not None:
+            self._kept[g.sample_id] = (findings, code)
+        return _note(self._field(findings, numbers, diff, dict(result.tool_errors) or None))
+
+    def _field(
+        self,
+        findings: list[Finding],
+        numbers: dict[str, Any],
+        diff: dict[str, Any] | None,
+        errors: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        return {
+            "findings": [
+                {
+                    "layer": f.layer,
+                    "rule": f.rule,
+                    "severity": f.severity,
+                    "line": f.line,
+                    "col": f.col,
+                    "message": f.message,
+                }
+                for f in findings
+            ],
+            "metrics": numbers,
+            "diff": diff,
+            "counts": {
+                "by_layer": dict(sorted(Counter(f.layer for f in findings).items())),
+                "by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
+            },
+            "effect": apply(findings, self.policy),
+            "deciding": list(dict.fromkeys(f.rule for f in deciding(findings, self.policy))),
+            "infra_error": errors,
+        }
+
+
+def _note(value: dict[str, Any]) -> Annotation:
+    effect = value["effect"]
+    return Annotation(
+        value,
+        static_fail=effect == "fail",
+        static_review=effect == "review",
+        static_infra_error=bool(value["infra_error"]),
+    )
+
+
+def _signature(g: Graded) -> str | None:
+    return (g.public.signature or None) if g.public is not None else None
+
+
+def open_static_stage(
+    *,
+    cache_dir: Path,
+    jobs: int,
+    lockfile: Path | None = None,
+    policy_file: Path | None = None,
+    keep_for_sarif: bool = False,
+) -> StaticStage:
+    """Read the static stage's inputs and check its tools, before any grading.
+
+    Args:
+        cache_dir: mypy's cache directory.
+        jobs: Cores the tool layers may use.
+        lockfile: requirements.txt, uv.lock, poetry.lock or pylock.toml; ``None``
+            lets the installed environment stand in for it.
+        policy_file: A TOML or JSON policy (:func:`load_policy`); ``None`` for the default.
+        keep_for_sarif: Keep findings and code for a SARIF log.
+
+    Returns:
+        The stage.
+
+    Raises:
+        BadInput: The lockfile or the policy file is bad (``file:line: ...``).
+        SetupError: A tool is missing; the message says what to install.
+    """
+    pins = None
+    if lockfile is not None:
+        try:
+            pins = read_lockfile(lockfile)
+        except LockfileError as exc:
+            raise BadInput([str(exc)]) from exc
+    policy = DEFAULT_POLICY if policy_file is None else load_policy(policy_file)
+    config = StaticConfig(cache_dir=cache_dir, jobs=jobs)
+    try:
+        check_tools(config)
+    except ToolError as exc:
+        raise SetupError(f"static layers: {exc} (or skip them with --no-static)") from exc
+    return StaticStage(config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif)
+
+
+def load_policy(path: Path) -> Policy:
+    """Read a static policy from a TOML or JSON file.
+
+    The file holds ``fail_on`` and ``review_on`` (lists of selectors, see
+    :mod:`static.policy`), at the top level or in a ``policy`` table.
+
+    Args:
+        path: ``*.json`` is read as JSON, anything else as TOML.
+
+    Returns:
+        The policy.
+
+    Raises:
+        BadInput: The file cannot be read, does not parse, or is not a policy.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput([f"{path}: cannot read the static policy: {exc}"]) from exc
+    if isinstance(data, dict) and isinstance(data.get("policy"), dict):
+        data = data["policy"]
+    if not isinstance(data, dict):
+        raise BadInput([f"{path}: a static policy is a table with fail_on / review_on"])
+    try:
+        return Policy.from_mapping(data)
+    except ValueError as exc:
+        raise BadInput([f"{path}: {exc}"]) from exc

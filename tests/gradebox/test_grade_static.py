@@ -1,0 +1,452 @@
+"""The static stage inside `gradebox grade`: real ruff, mypy and bandit, the real sandbox.
+
+One run over a small corpus (module fixture) is shared by most assertions; the
+options that change a run (policy, lockfile, --no-static) get runs of their own.
+The scheduler that batches stages over chunks is tested on its own at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from jsonschema import Draft4Validator
+
+import static.batch
+from gradebox.cli import cli
+from gradebox.grader import GradeConfig, Grader, Sample, Task, grade_all
+from gradebox.pipeline import MAX_MERGE, Annotation, Facts, Graded, stream
+from gradebox.static_stage import StaticStage
+from gradebox.verdict import decide
+from sandbox.runner import open_sandbox
+from sandbox.types import HiddenCase, Limits
+from static.batch import StaticConfig
+from static.findings import ToolError
+
+ROOT = Path(__file__).resolve().parents[2]
+SARIF_SCHEMA = json.loads((ROOT / "tests/static/schemas/sarif-schema-2.1.0.json").read_text())
+NO_JUDGE_ENV = {
+    k: None
+    for k in (
+        "GRADEBOX_JUDGE_BASE_URL",
+        "GRADEBOX_JUDGE_API_KEY",
+        "GRADEBOX_JUDGE_MODEL",
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+    )
+}
+
+HIDDEN = [{"fn": "inc", "args": [1], "expect": 2}, {"fn": "inc", "args": [41], "expect": 42}]
+PUBLIC = [{"fn": "inc", "spec": "Return x + 1.", "signature": "def inc(x: int) -> int"}]
+ORIGINAL = "".join(f"A{i} = {i}\n" for i in range(12)) + "def inc(x):\n    return x + 2\n"
+CORPUS = {
+    # passes every hidden case; nothing to report
+    "clean": {"code": "def inc(x: int) -> int:\n    return x + 1\n"},
+    # passes (the branch never runs); bandit B307 is MEDIUM: annotates under the default policy
+    "eval": {
+        "code": "def inc(x):\n    if x is None:\n        return eval(input())\n    return x + 1\n"
+    },
+    # passes; bandit B324 (weak hash) is HIGH: the default policy fails it
+    "md5": {"code": "import hashlib\n\n\ndef inc(x):\n    hashlib.md5(b'x')\n    return x + 1\n"},
+    # passes (the import never runs); an invented package is GBX101: the policy fails it
+    "invented-lazy": {
+        "code": "def inc(x):\n    if x is None:\n        import fastjsonx\n\n"
+        "        return fastjsonx.loads('1')\n    return x + 1\n"
+    },
+    # the sandbox cannot import it: hidden tests decide first, static still reports GBX101
+    "invented-top": {"code": "import fastjsonx\n\n\ndef inc(x):\n    return x + 1\n"},
+    # a real distribution that is not installed here and not pinned: GBX102 (medium)
+    "numpy-lazy": {
+        "code": "def inc(x):\n    if x is None:\n        import numpy\n\n"
+        "        return int(numpy.int64(1))\n    return x + 1\n"
+    },
+    # two candidate blocks: a contract failure, so no static checks at all
+    "two-blocks": {
+        "reply": "```python\ndef inc(x):\n    return x + 1\n```\nor\n"
+        "```python\ndef inc(x):\n    return 1 + x\n```\n"
+    },
+    # a patch that rewrites a whole file (CRLF) to change one line
+    "rewrite": {"code": ORIGINAL.replace("x + 2", "x + 1").replace("\n", "\r\n")},
+}
+
+
+def _write_inputs(d: Path, corpus: dict[str, dict[str, str]] = CORPUS) -> list[str]:
+    (d / "hidden.jsonl").write_text("".join(json.dumps(h) + "\n" for h in HIDDEN))
+    (d / "public.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PUBLIC))
+    lines = []
+    for sid, fields in corpus.items():
+        extra = {"original": ORIGINAL} if sid == "rewrite" else {}
+        lines.append(json.dumps({"id": sid, "fn": "inc", **fields, **extra}) + "\n")
+    (d / "samples.jsonl").write_text("".join(lines))
+    return [
+        "grade",
+        "--hidden",
+        str(d / "hidden.jsonl"),
+        "--public",
+        str(d / "public.jsonl"),
+        "--samples",
+        str(d / "samples.jsonl"),
+        "--jobs",
+        "2",
+        "--no-judge",
+        "--banned-imports",
+        "",
+    ]
+
+
+def _invoke(args: list[str]):
+    return CliRunner().invoke(cli, args, env=NO_JUDGE_ENV)
+
+
+def _rows(text: str) -> dict[str, dict]:
+    return {r["id"]: r for r in map(json.loads, text.splitlines())}
+
+
+def _rules(row: dict) -> list[str]:
+    return [f["rule"] for f in row["static"]["findings"]]
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("static")
+    args = _write_inputs(d)
+    sarif = d / "out.sarif"
+    res = _invoke([*args, "--sarif", str(sarif)])
+    assert res.exit_code == 0, res.output
+    return _rows(res.stdout), res.stderr, json.loads(sarif.read_text())
+
+
+def test_verdicts_under_the_default_policy(default_run):
+    rows, _, _ = default_run
+    assert {k: (r["verdict"], r["reason"]) for k, r in rows.items()} == {
+        "clean": ("pass", "ok"),
+        "eval": ("pass", "ok"),
+        "md5": ("fail", "policy:static"),
+        "invented-lazy": ("fail", "policy:static"),
+        "invented-top": ("fail", "hidden_tests"),
+        "numpy-lazy": ("pass", "ok"),
+        "two-blocks": ("fail", "contract"),
+        "rewrite": ("pass", "ok"),
+    }
+
+
+def test_static_field_shape(default_run):
+    rows, _, _ = default_run
+    s = rows["md5"]["static"]
+    assert set(s) == {
+        "findings",
+        "metrics",
+        "diff",
+        "counts",
+        "effect",
+        "deciding",
+        "infra_error",
+    }
+    (b324,) = [f for f in s["findings"] if f["rule"] == "B324"]
+    assert b324 == {
+        "layer": "security",
+        "rule": "B324",
+        "severity": "high",
+        "line": 5,
+        "col": 5,
+        "message": b324["message"],
+    }
+    assert (s["effect"], s["deciding"], s["infra_error"]) == ("fail", ["B324"], None)
+    assert s["counts"]["by_layer"]["security"] == 1
+    assert s["counts"]["by_severity"]["high"] == 1
+    assert s["metrics"]["functions"] == [
+        {"name": "inc", "line": 4, "complexity": 1, "max_nesting": 0}
+    ]
+    assert s["diff"] is None
+
+
+def test_findings_from_every_layer_reach_the_rows(default_run):
+    rows, _, _ = default_run
+    assert rows["clean"]["static"]["findings"] == []
+    assert rows["clean"]["static"]["effect"] == "pass"
+    assert "B307" in _rules(rows["eval"])  # annotates: eval is MEDIUM in bandit
+    assert rows["eval"]["static"]["effect"] == "pass"
+    assert "GBX101" in _rules(rows["invented-lazy"])
+    assert rows["invented-lazy"]["static"]["deciding"] == ["GBX101"]
+    # a failed hidden test stays the reason, and the static verdict is still on the row
+    assert rows["invented-top"]["static"]["effect"] == "fail"
+    assert {"GBX101", "F401"} <= set(_rules(rows["invented-top"]))
+    assert "GBX102" in _rules(rows["numpy-lazy"])
+    assert rows["two-blocks"]["static"] is None
+    assert all(r["judge"] is None for r in rows.values())
+
+
+def test_diff_size_only_for_samples_with_an_original(default_run):
+    rows, _, _ = default_run
+    diff = rows["rewrite"]["static"]["diff"]
+    assert diff["original_lines"] == 14 and diff["rewritten_ratio"] == 1.0
+    assert diff["normalized_changed_lines"] == 1
+    assert "GBX201" in _rules(rows["rewrite"])
+    assert all(
+        r["static"]["diff"] is None for k, r in rows.items() if r["static"] and k != "rewrite"
+    )
+
+
+def test_summary_has_static_counts(default_run):
+    _, summary, _ = default_run
+    assert "static: findings high " in summary
+    assert "samples failed by policy 3, for review 0; tool errors 0" in summary
+
+
+def test_sarif_is_schema_valid_and_located_per_sample(default_run):
+    rows, _, log = default_run
+    Draft4Validator(SARIF_SCHEMA).validate(log)
+    results = log["runs"][0]["results"]
+    where = {
+        (r["properties"]["sample"], r["ruleId"]): r["locations"][0]["physicalLocation"]
+        for r in results
+    }
+    loc = where[("invented-lazy", "GBX101")]
+    assert loc["artifactLocation"]["uri"] == "candidates/invented-lazy.py"
+    assert loc["region"]["startLine"] == 3
+    assert ("md5", "B324") in where and ("invented-top", "GBX101") in where
+    # exactly the rows' findings, in run order
+    expected = [
+        (k, f["rule"]) for k, r in rows.items() if r["static"] for f in r["static"]["findings"]
+    ]
+    assert [(r["properties"]["sample"], r["ruleId"]) for r in results] == expected
+    ids = [r["ruleId"] for r in results]
+    assert sorted(set(ids)) == [rule["id"] for rule in log["runs"][0]["tool"]["driver"]["rules"]]
+
+
+def test_policy_file_fails_and_reviews(tmp_path):
+    args = _write_inputs(tmp_path)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(
+        '[policy]\nfail_on = [{layer = "security", rules = ["B307"]}]\n'
+        'review_on = [{layer = "imports", rules = ["GBX102"]}]\n'
+    )
+    res = _invoke([*args, "--static-policy", str(policy)])
+    assert res.exit_code == 0, res.output
+    rows = _rows(res.stdout)
+    assert (rows["eval"]["verdict"], rows["eval"]["reason"]) == ("fail", "policy:static")
+    assert rows["eval"]["static"]["deciding"] == ["B307"]
+    # the file replaces the default fail_on: a weak hash and an invented import now annotate
+    assert rows["md5"]["verdict"] == "pass"
+    assert (rows["numpy-lazy"]["verdict"], rows["numpy-lazy"]["reason"]) == (
+        "needs_review",
+        "policy:static",
+    )
+    assert rows["numpy-lazy"]["static"]["effect"] == "review"
+    assert rows["invented-top"]["reason"] == "hidden_tests"
+
+
+def test_json_policy_and_bad_policy_file(tmp_path):
+    args = _write_inputs(tmp_path, {"eval": CORPUS["eval"]})
+    good = tmp_path / "policy.json"
+    good.write_text(json.dumps({"fail_on": [{"rules": ["B3*"]}]}))
+    res = _invoke([*args, "--static-policy", str(good)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["reason"] == "policy:static"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('fail_on = [{layer = "nope"}]\n')
+    res = _invoke([*args, "--static-policy", str(bad), "--out", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 2
+    assert f"{bad}: fail_on[0]: unknown layer 'nope'" in res.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_lockfile_pins_what_may_be_imported(tmp_path):
+    args = _write_inputs(tmp_path, {"numpy-lazy": CORPUS["numpy-lazy"]})
+    lock = tmp_path / "requirements.txt"
+    lock.write_text("numpy==2.1.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    res = _invoke([*args, "--lockfile", str(lock)])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)
+    assert "GBX102" not in _rules(row) and row["verdict"] == "pass"
+
+
+def test_bad_lockfile_exits_2_with_file_and_line(tmp_path):
+    args = _write_inputs(tmp_path, {"clean": CORPUS["clean"]})
+    lock = tmp_path / "requirements.txt"
+    lock.write_text("requests==2.32.3\nthis is ( not a requirement\n")
+    res = _invoke([*args, "--lockfile", str(lock), "--out", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 2
+    assert f"{lock}:2:" in res.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_no_static_gives_null(tmp_path):
+    args = _write_inputs(tmp_path)
+    res = _invoke([*args, "--no-static"])
+    assert res.exit_code == 0, res.output
+    rows = _rows(res.stdout)
+    assert all(r["static"] is None for r in rows.values())
+    assert rows["md5"]["verdict"] == "pass"  # nothing static decides any more
+    assert "static:" not in res.stderr
+
+
+def test_sarif_needs_the_static_stage(tmp_path):
+    args = _write_inputs(tmp_path, {"clean": CORPUS["clean"]})
+    res = _invoke([*args, "--no-static", "--sarif", str(tmp_path / "x.sarif")])
+    assert res.exit_code == 2 and "--sarif needs the static layers" in res.stderr
+
+
+def test_missing_tool_is_a_clear_error_before_grading(tmp_path, monkeypatch):
+    def missing(config):
+        raise ToolError("bandit not found: install it (`pip install bandit`) next to gradebox")
+
+    monkeypatch.setitem(static.batch.TOOLS, "security", missing)
+    args = _write_inputs(tmp_path, {"clean": CORPUS["clean"]})
+    res = _invoke([*args, "--out", str(tmp_path / "o.jsonl")])
+    assert res.exit_code == 2
+    assert "cannot start: static layers: security: bandit not found" in res.stderr
+    assert "--no-static" in res.stderr
+    assert not (tmp_path / "o.jsonl").exists()
+    # the same run without the static stage does not need the tool
+    assert _invoke([*args, "--no-static"]).exit_code == 0
+
+
+# -- a static tool that fails: infra_error, never a finding ----------------------------------
+
+
+def test_tool_failure_is_an_infra_error_and_a_pass_needs_review(tmp_path):
+    broken = tmp_path / "mypy"
+    broken.write_text("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n")
+    broken.chmod(0o755)
+    task = Task("inc", (HiddenCase(fn="inc", args=(1,), kwargs={}, expect=2, args_wire=[1]),))
+    samples = [
+        Sample("good", "inc", code="def inc(x):\n    return x + 1\n"),
+        Sample("bad", "inc", code="def inc(x):\n    return x\n"),
+        Sample(
+            "risky",
+            "inc",
+            code="import hashlib\n\ndef inc(x):\n    hashlib.md5()\n    return x + 1\n",
+        ),
+    ]
+    stage = StaticStage(StaticConfig(mypy=str(broken), cache_dir=tmp_path / "cache"))
+    with open_sandbox("auto", Limits(), workers=1) as sandbox, ThreadPoolExecutor(1) as pool:
+        grader = Grader(sandbox, {"inc": task}, GradeConfig())
+        rows = {r["id"]: r for r in grade_all(grader, samples, pool, stages=[stage])}
+    for row in rows.values():
+        assert set(row["static"]["infra_error"]) == {"types"}
+        assert "exit code 139" in row["static"]["infra_error"]["types"]
+        assert row["infra_error"] is None  # the sandbox was fine
+    assert (rows["good"]["verdict"], rows["good"]["reason"]) == ("needs_review", "infra_error")
+    assert (rows["bad"]["verdict"], rows["bad"]["reason"]) == ("fail", "hidden_tests")
+    # the layers that did run still count: bandit's HIGH finding fails it
+    assert (rows["risky"]["verdict"], rows["risky"]["reason"]) == ("fail", "policy:static")
+
+
+def test_a_crashed_batch_keeps_the_field_shape_and_skips_samples_without_code():
+    stage = StaticStage(StaticConfig(), environment={})
+    facts = Facts(False, True, True, (), "none", ("ok",))
+    items = [
+        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, {}, facts),
+        Graded("b", "inc", None, None, None, {}, facts),
+    ]
+    a, b = stage.crashed(items, "static stage error: OSError: disk full")
+    assert b.value is None and not b.static_infra_error
+    assert a.static_infra_error and not (a.static_fail or a.static_review)
+    assert a.value["infra_error"] == {"static": "static stage error: OSError: disk full"}
+    assert (a.value["findings"], a.value["effect"], a.value["deciding"]) == ([], "pass", [])
+
+
+def test_static_infra_error_never_rescues_or_hides_a_failure():
+    base = dict(infra_error=False, contract_ok=True, syntax_ok=True, banned=[], claim="none")
+    assert decide(**base, outcomes=["ok"], static_infra_error=True).reason == "infra_error"
+    assert decide(**base, outcomes=["ok"], static_infra_error=True).verdict == "needs_review"
+    assert decide(**base, outcomes=["wrong"], static_infra_error=True).reason == "hidden_tests"
+    both = decide(**base, outcomes=["ok"], static_infra_error=True, static_fail=True)
+    assert (both.verdict, both.reason) == ("fail", "policy:static")
+
+
+# -- the scheduler: chunks, merged batches, input order ------------------------------------
+
+
+class _Recorder:
+    def __init__(self, field, *, fail_on_call=None, delay=0.0):
+        self.field = field
+        self.calls: list[list[str]] = []
+        self.fail_on_call = fail_on_call
+        self.delay = delay
+        self.threads: set[str] = set()
+
+    def run(self, items):
+        self.calls.append([g.sample_id for g in items])
+        self.threads.add(threading.current_thread().name)
+        time.sleep(self.delay)
+        if self.fail_on_call == len(self.calls):
+            raise RuntimeError("boom")
+        return [
+            Annotation({"seen": g.sample_id}, judge_mismatch=g.sample_id == "s3") for g in items
+        ]
+
+    def crashed(self, items, message):
+        return [Annotation({"crashed": message}, static_infra_error=True) for _ in items]
+
+
+def _graded(i: int) -> Graded:
+    time.sleep(random.random() / 500)
+    facts = Facts(False, True, True, (), "none", ("ok",) if i != 5 else ("wrong",))
+    return Graded(f"s{i}", "f", "code", None, None, {"id": f"s{i}", "static": None}, facts)
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 40])
+def test_stream_keeps_input_order_and_hands_whole_chunks_to_each_stage(count):
+    slow = _Recorder("static", delay=0.02)
+    fast = _Recorder("judge")
+    seen: list[int] = []
+    with ThreadPoolExecutor(4) as pool:
+        rows = list(
+            stream(
+                lambda i: pool.submit(_graded, i),
+                count,
+                lambda i, exc: pytest.fail(f"{exc}"),
+                stages=[slow, fast],
+                on_row=lambda i, row: seen.append(i),
+                chunk=3,
+            )
+        )
+    assert [r["id"] for r in rows] == [f"s{i}" for i in range(count)]
+    assert sorted(seen) == list(range(count))
+    for stage in (slow, fast):
+        assert sorted(s for call in stage.calls for s in call) == sorted(r["id"] for r in rows)
+        for call in stage.calls:
+            assert len(call) <= 3 * MAX_MERGE
+        assert len(stage.threads) <= 1  # one thread per stage
+    if count == 40:
+        assert len(slow.calls) < 14  # 14 chunks: a busy stage takes the waiting ones at once
+    for i, row in enumerate(rows):
+        assert row["static"] == {"seen": f"s{i}"} and row["judge"] == {"seen": f"s{i}"}
+        expect = ("fail", "hidden_tests") if i == 5 else ("needs_review", "judge:mismatch")
+        if i not in (3, 5):
+            expect = ("pass", "ok")
+        assert (row["verdict"], row["reason"]) == expect
+
+
+def test_stream_a_crashing_stage_marks_its_batch_and_the_run_goes_on():
+    stage = _Recorder("static", fail_on_call=1)
+    with ThreadPoolExecutor(2) as pool:
+        rows = list(
+            stream(lambda i: pool.submit(_graded, i), 6, lambda i, e: None, stages=[stage], chunk=2)
+        )
+    crashed = [r for r in rows if "crashed" in r["static"]]
+    assert len(crashed) >= 2
+    assert "static stage error: RuntimeError: boom" in crashed[0]["static"]["crashed"]
+    assert all(r["reason"] == "infra_error" for r in crashed)
+
+
+def test_stream_without_stages_maps_grader_errors_to_infra_rows():
+    def submit(i):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: 1 / 0 if i == 1 else _graded(i))
+
+    def fallback(i, exc):
+        return Graded(f"s{i}", "f", None, None, None, {"id": f"s{i}", "err": repr(exc)}, None)
+
+    rows = list(stream(submit, 3, fallback))
+    assert [r["id"] for r in rows] == ["s0", "s1", "s2"]
+    assert "ZeroDivisionError" in rows[1]["err"]
+    assert rows[0]["verdict"] == "pass"
