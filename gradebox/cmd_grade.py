@@ -81,6 +81,12 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     help="Seconds for all cases of one candidate together.",
 )
 @click.option(
+    "--no-tree-limits",
+    is_flag=True,
+    help="Accept per-process memory/process limits only, when no cgroup can cap a candidate's "
+    "whole process tree (not root, nothing delegated).",
+)
+@click.option(
     "--max-timeouts",
     type=click.IntRange(0, 10_000),
     default=1,
@@ -182,6 +188,7 @@ def _run(**o: Any) -> int:
         candidate_timeout_s=o["candidate_timeout"],
         memory_mb=o["memory_mb"],
         max_timeouts=o["max_timeouts"],
+        tree_limits=not o["no_tree_limits"],
     )
     banned = None
     if o["banned_imports"] is not None:
