@@ -16,13 +16,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-# bubblewrap is the default isolation; /usr/bin/python3 runs candidates.
+# bubblewrap is the default isolation; /usr/bin/python3 runs candidates; chromium
+# renders the HTML report in its test (the test skips, saying so, without it).
+SYSTEM_PKGS := bubblewrap python3 chromium fonts-liberation
+
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ]; then \
+	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ] || ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap python3 >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PKGS) >/dev/null; \
 	  else \
-	    echo "gradebox needs bubblewrap and python3 >= 3.11: install them (e.g. sudo apt-get install -y bubblewrap python3)"; \
+	    echo "gradebox needs: $(SYSTEM_PKGS) (e.g. sudo apt-get install -y $(SYSTEM_PKGS))"; \
 	  fi; \
 	fi
 

@@ -9,10 +9,11 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from tqdm import tqdm
@@ -21,6 +22,8 @@ from gradebox.errors import BadInput, SetupError
 from gradebox.grader import GradeConfig, Grader, grade_all
 from gradebox.inputs import RunInputs, load_inputs
 from gradebox.pipeline import Stage
+from gradebox.run_output import RunOutput
+from gradebox.suite_stage import prepare_tasks
 from gradebox.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
@@ -80,6 +83,25 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="Seconds for all cases of one candidate together.",
 )
+@click.option("--junit", type=_PATH, help="Write a JUnit XML report here (one suite per task).")
+@click.option("--html", type=_PATH, help="Write a self-contained HTML report here.")
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Keep results, summary, manifest and reports here; re-running into it resumes.",
+)
+@click.option(
+    "--reference",
+    type=_PATH,
+    help="Reference solutions (reference.jsonl or .py): each case's time limit becomes "
+    "max(0.5 s, 10 x the reference's time measured here).",
+)
+@click.option(
+    "--properties",
+    type=_PATH,
+    help="properties.jsonl: seeded, generated extra cases (needs --reference for expected values).",
+)
+@click.option("--seed", type=int, default=None, help="Override every property's seed.")
 @click.option(
     "--no-tree-limits",
     is_flag=True,
@@ -153,7 +175,7 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stderr.")
 def grade(**opts: Any) -> None:
-    r"""Grade samples against hidden cases in a sandbox; write one row per sample.
+    """Grade samples against hidden cases in a sandbox; write one row per sample.
 
     After the sandbox, the static layers (ruff, mypy, bandit, imports vs lockfile,
     diff size, metrics) and the LLM judge annotate each row; a static policy
@@ -170,7 +192,7 @@ def grade(**opts: Any) -> None:
     Example:
       gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
                      --samples examples/samples.jsonl --out results.jsonl --jobs 2
-    """
+    """  # noqa: D301 - click needs a real \b to keep the example as written
     try:
         code = _run(**opts)
     except BadInput as exc:
@@ -219,6 +241,17 @@ def _run(**o: Any) -> int:
                 sandbox = pending.result()
             except IsolationUnavailable as exc:
                 raise SetupError(str(exc)) from exc
+        with _closing_on_error(sandbox):
+            inputs, prepared = prepare_tasks(
+                inputs,
+                sandbox,
+                limits,
+                reference=o["reference"],
+                properties=o["properties"],
+                seed=o["seed"],
+                jobs=o["jobs"],
+            )
+        o["prepared"] = prepared
         return _grade(o, inputs, sandbox, Grader(sandbox, inputs.tasks, config), stages)
 
 
@@ -276,17 +309,21 @@ def _grade(
 ) -> int:
     for p in inputs.problems:
         click.echo(f"skipped: {p}", err=True)
-    jobs = min(o["jobs"], len(inputs.samples))
+    output = RunOutput(o)
+    todo = output.todo(inputs.samples)
+    jobs = max(1, min(o["jobs"], len(todo)))
     if not sandbox.isolated:
         click.echo("WARNING: --isolation none: candidates run WITHOUT isolation", err=True)
+    if len(todo) < len(inputs.samples):
+        click.echo(f"resuming: {len(inputs.samples) - len(todo)} samples already graded", err=True)
     t0 = time.monotonic()
     rows: list[dict[str, Any]] = []
     with (
         sandbox,
         ThreadPoolExecutor(max_workers=jobs) as pool,
-        _open_out(o["out"]) as out,
+        output.writer() as out,
         tqdm(
-            total=len(inputs.samples),
+            total=len(todo),
             file=sys.stderr,
             unit="sample",
             disable=not sys.stderr.isatty(),
@@ -296,18 +333,30 @@ def _grade(
         def tick(_i: int, _row: dict[str, Any]) -> None:
             bar.update()
 
-        for row in grade_all(grader, inputs.samples, pool, on_row=tick, stages=stages.all):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            out.flush()
+        for row in grade_all(grader, todo, pool, on_row=tick, stages=stages.all):
+            out.write(row)
             rows.append(row)
-    if o["sarif"] is not None and stages.static is not None:
+    sarif = output.sarif_path
+    if sarif is not None and stages.static is not None:
         log = stages.static.sarif([r["id"] for r in rows], importlib.metadata.version("gradebox"))
-        o["sarif"].write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+        sarif.write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
+    rows = output.all_rows(rows, [s.id for s in inputs.samples])
+    o["output"] = output
+    o["isolation_used"] = sandbox.backend
+    o["limits_used"] = sandbox.limits
     return _report(o, rows, seconds=time.monotonic() - t0, backend=sandbox.backend)
 
 
 def _report(o: dict[str, Any], rows: list[dict[str, Any]], *, seconds: float, backend: str) -> int:
     summary = summarize(rows)
+    summary["suite"] = o["prepared"]
+    o["output"].finish(
+        rows,
+        summary,
+        isolation=o["isolation_used"],
+        limits=o["limits_used"],
+        judge_model=o.get("judge_model"),
+    )
     if o["as_json"]:
         click.echo(json.dumps(summary), err=True)
     else:
@@ -330,24 +379,15 @@ def _report(o: dict[str, Any], rows: list[dict[str, Any]], *, seconds: float, ba
     return 0
 
 
+@contextlib.contextmanager
+def _closing_on_error(sandbox: Sandbox) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        sandbox.close()
+        raise
+
+
 def _discard_sandbox(pending: Future[Sandbox]) -> None:
     with contextlib.suppress(IsolationUnavailable):
         pending.result().close()
-
-
-class _open_out:
-    """Open --out for writing, or wrap stdout (not closed)."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.fh: IO[str] | None = None
-
-    def __enter__(self) -> IO[str]:
-        if self.path is None:
-            return sys.stdout
-        self.fh = self.path.open("w", encoding="utf-8")
-        return self.fh
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fh is not None:
-            self.fh.close()

@@ -242,3 +242,120 @@ def test_max_timeouts_zero_runs_every_case_after_a_timeout(tmp_path):
     every = json.loads(CliRunner().invoke(cli, [*base, "--max-timeouts", "0"]).stdout)
     assert every["outcomes"] == ["ok", "timeout", "ok", "timeout"]
     assert every["timeouts"] == [1, 3]
+
+
+PROPS = ROOT / "tests/cases/suites/props"
+
+
+def test_reference_derives_case_limits_and_properties_add_cases(tmp_path):
+    # wrong only for negative numbers; the fixed cases are all positive
+    code = "def absolute(x):\n    return x\n"
+    (tmp_path / "s.jsonl").write_text(
+        json.dumps({"id": "a", "fn": "absolute", "code": code}) + "\n"
+    )
+    base = [
+        "grade",
+        "--hidden",
+        str(PROPS / "hidden.jsonl"),
+        "--samples",
+        str(tmp_path / "s.jsonl"),
+        "--reference",
+        str(PROPS / "reference.jsonl"),
+        "--no-static",
+        "--no-judge",
+        "--json",
+    ]
+    fixed = CliRunner().invoke(cli, base)
+    assert fixed.exit_code == 0, fixed.output
+    fixed_row = json.loads(fixed.stdout.splitlines()[0])
+    summary = json.loads(fixed.stderr.strip().splitlines()[-1])
+    assert summary["suite"]["limits"]["tasks"]["absolute"]["source"] == "reference"
+    assert fixed_row["pass"] is True  # the fixed cases miss the bug
+    grown = CliRunner().invoke(cli, [*base, "--properties", str(PROPS / "properties.jsonl")])
+    assert grown.exit_code == 0, grown.output
+    row = json.loads(grown.stdout.splitlines()[0])
+    assert len(row["outcomes"]) > len(fixed_row["outcomes"])
+    assert row["verdict"] == "fail" and row["failed"]
+    again = CliRunner().invoke(cli, [*base, "--properties", str(PROPS / "properties.jsonl")])
+    assert json.loads(again.stdout.splitlines()[0])["outcomes"] == row["outcomes"]  # seeded
+
+
+def test_properties_without_reference_is_bad_input(tmp_path):
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(PROPS / "hidden.jsonl"),
+            "--samples",
+            str(EXAMPLES / "samples.jsonl"),
+            "--properties",
+            str(PROPS / "properties.jsonl"),
+        ],
+    )
+    assert res.exit_code == 2
+
+
+def test_run_dir_keeps_everything_and_resumes_only_changed_samples(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    lines = (EXAMPLES / "samples.jsonl").read_text().splitlines()
+    samples.write_text("\n".join(lines) + "\n")
+    run = tmp_path / "run"
+    base = [
+        "grade",
+        "--hidden",
+        str(EXAMPLES / "hidden.jsonl"),
+        "--public",
+        str(EXAMPLES / "public.jsonl"),
+        "--samples",
+        str(samples),
+        "--no-judge",
+        "--no-static",
+        "--run-dir",
+        str(run),
+    ]
+    first = CliRunner().invoke(cli, base)
+    assert first.exit_code == 0, first.output
+    for name in ("results.jsonl", "summary.json", "manifest.json", "report.html", "junit.xml"):
+        assert (run / name).exists(), name
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["isolation"]["backend"] == "bwrap"
+    # change one sample: only it is graded again
+    changed = json.loads(lines[4])  # mean-good
+    changed["code"] = "def mean(xs):\n    return 0.0\n"
+    del changed["reply"]
+    lines[4] = json.dumps(changed)
+    samples.write_text("\n".join(lines) + "\n")
+    second = CliRunner().invoke(cli, base)
+    assert second.exit_code == 0, second.output
+    assert f"resuming: {len(lines) - 1} samples already graded" in second.stderr
+    rows = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [json.loads(x)["id"] for x in lines]
+    assert next(r for r in rows if r["id"] == "mean-good")["verdict"] == "fail"
+    # a grading option changes every hash: everything is graded again
+    third = CliRunner().invoke(cli, [*base, "--case-timeout", "1.5"])
+    assert "resuming" not in third.stderr
+
+
+def test_junit_and_html_reports_on_request(tmp_path):
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(EXAMPLES / "hidden.jsonl"),
+            "--samples",
+            str(EXAMPLES / "samples.jsonl"),
+            "--no-judge",
+            "--no-static",
+            "--junit",
+            str(tmp_path / "j.xml"),
+            "--html",
+            str(tmp_path / "r.html"),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "<testsuite" in (tmp_path / "j.xml").read_text()
+    assert "<html" in (tmp_path / "r.html").read_text().lower()

@@ -1,0 +1,67 @@
+"""Grade-time use of a reference: derived time limits and property-generated cases.
+
+``gradebox grade --reference R`` measures each reference on this machine and
+gives every case the limit max(floor, factor x the reference's time);
+``--properties Q`` (with a reference) draws seeded inputs and appends them as
+extra hidden cases whose expected values come from the reference, run in the
+sandbox. Both are recorded for the run's summary and manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from gradebox.errors import BadInput
+from gradebox.inputs import RunInputs
+from gradebox.suite.grow import extend_tasks
+from gradebox.suite.limits import plan_limits
+from gradebox.suite.references import load_references
+from sandbox.runner import Sandbox
+from sandbox.types import Limits
+
+__all__ = ["prepare_tasks"]
+
+
+def prepare_tasks(
+    inputs: RunInputs,
+    sandbox: Sandbox,
+    limits: Limits,
+    *,
+    reference: Path | None,
+    properties: Path | None,
+    seed: int | None,
+    jobs: int,
+) -> tuple[RunInputs, dict[str, Any]]:
+    """Apply reference-derived limits and property cases to the run's tasks.
+
+    Returns:
+        The inputs with their tasks replaced, and a record for the summary.
+
+    Raises:
+        BadInput: A bad reference or properties file, or properties without a reference.
+    """
+    record: dict[str, Any] = {
+        "limits": {"source": "default", "case_timeout_s": limits.case_timeout_s}
+    }
+    if reference is None:
+        if properties is not None:
+            raise BadInput(["--properties needs --reference: expected values come from it"])
+        return inputs, record
+    refs = load_references(reference)
+    tasks = dict(inputs.tasks)
+    if properties is not None:
+        from gradebox.suite.properties import (  # noqa: PLC0415 - imports Hypothesis
+            generate_property_cases,
+            load_properties,
+        )
+
+        gen = generate_property_cases(
+            load_properties(properties), refs, sandbox, seed=seed, workers=jobs
+        )
+        tasks = extend_tasks(tasks, gen.cases)
+        record["properties"] = gen.record
+    plan = plan_limits(tasks, refs, sandbox, default=limits, workers=jobs)
+    record["limits"] = plan.to_json()
+    return dataclasses.replace(inputs, tasks=plan.apply(tasks)), record
