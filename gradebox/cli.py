@@ -2,22 +2,47 @@
 
 Each command lives in its own module and only parses options, calls the
 library and maps library errors to exit codes: 0 ok, 1 gate or check failed,
-2 usage, input or infrastructure error.
+2 usage, input or infrastructure error. Command modules are imported only when
+their command runs, so ``gradebox grade`` does not pay for the others.
 """
 
 from __future__ import annotations
 
-import click
+import importlib
 
-from gradebox.cmd_diff import diff
-from gradebox.cmd_grade import grade
-from gradebox.cmd_passk import passk
-from gradebox.cmd_suite import suite
+import click
 
 __all__ = ["main"]
 
+#: command name -> "module:attribute"
+COMMANDS = {
+    "grade": "gradebox.cmd_grade:grade",
+    "passk": "gradebox.cmd_passk:passk",
+    "diff": "gradebox.cmd_diff:diff",
+    "suite": "gradebox.cmd_suite:suite",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class _LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module, attr = COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(module), attr)
+            if not isinstance(command, click.Command):  # pragma: no cover - a wiring bug
+                raise TypeError(f"{COMMANDS[cmd_name]} is not a click command")
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="gradebox")
 def cli() -> None:
     """Grade AI-generated Python code: hidden tests in a sandbox first.
@@ -27,12 +52,6 @@ def cli() -> None:
       gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
                      --samples examples/samples.jsonl --out results.jsonl
     """  # noqa: D301 - click needs a real \b to keep the example as written
-
-
-cli.add_command(grade)
-cli.add_command(passk)
-cli.add_command(diff)
-cli.add_command(suite)
 
 
 def main() -> None:

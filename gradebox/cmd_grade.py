@@ -23,7 +23,6 @@ from gradebox.grader import GradeConfig, Grader, grade_all
 from gradebox.inputs import RunInputs, load_inputs
 from gradebox.pipeline import Stage
 from gradebox.run_output import RunOutput
-from gradebox.suite_stage import prepare_tasks
 from gradebox.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
@@ -241,6 +240,8 @@ def _run(**o: Any) -> int:
                 sandbox = pending.result()
             except IsolationUnavailable as exc:
                 raise SetupError(str(exc)) from exc
+        from gradebox.suite_stage import prepare_tasks  # noqa: PLC0415 - loads Hypothesis on use
+
         with _closing_on_error(sandbox):
             inputs, prepared = prepare_tasks(
                 inputs,

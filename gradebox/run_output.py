@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from gradebox.grader import Sample
-from gradebox.html_report import write_html
-from gradebox.junit import write_junit
 from gradebox.rundir import ResultsWriter, RunDir, input_hashes
 
 __all__ = ["GRADE_OPTIONS", "RunOutput"]
@@ -94,6 +92,10 @@ class RunOutput:
         judge_model: str | None,
     ) -> None:
         """Write the summary, manifest and reports that were asked for."""
+        # Report writers load on demand: a plain run should not pay their import.
+        from gradebox.html_report import write_html  # noqa: PLC0415
+        from gradebox.junit import write_junit  # noqa: PLC0415
+
         junit = self.o.get("junit") or (self.run.junit if self.run else None)
         html = self.o.get("html") or (self.run.html if self.run else None)
         if junit is not None:

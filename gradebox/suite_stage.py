@@ -15,9 +15,6 @@ from typing import Any
 
 from gradebox.errors import BadInput
 from gradebox.inputs import RunInputs
-from gradebox.suite.grow import extend_tasks
-from gradebox.suite.limits import plan_limits
-from gradebox.suite.references import load_references
 from sandbox.runner import Sandbox
 from sandbox.types import Limits
 
@@ -49,6 +46,10 @@ def prepare_tasks(
         if properties is not None:
             raise BadInput(["--properties needs --reference: expected values come from it"])
         return inputs, record
+    from gradebox.suite.grow import extend_tasks  # noqa: PLC0415 - only with a reference
+    from gradebox.suite.limits import plan_limits  # noqa: PLC0415
+    from gradebox.suite.references import load_references  # noqa: PLC0415
+
     refs = load_references(reference)
     tasks = dict(inputs.tasks)
     if properties is not None:

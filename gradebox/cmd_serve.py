@@ -1,0 +1,234 @@
+"""``gradebox serve`` (the HTTP service) and ``gradebox token create`` (its bearer tokens)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gradebox.service.auth import ROLES, create_token
+from gradebox.service.config import ServiceConfig
+from gradebox.service.store import Store
+from sandbox.types import Limits
+
+__all__ = ["serve", "token"]
+
+_DB = click.Path(path_type=Path, dir_okay=False)
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.option(
+    "--db",
+    type=_DB,
+    default=Path("gradebox.sqlite"),
+    show_default=True,
+    help="SQLite file with tasks, runs, results and token hashes (created if missing).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(1, 256),
+    default=2,
+    show_default=True,
+    help="Sandbox workers: candidates graded at once.",
+)
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "bwrap", "none"]),
+    default="auto",
+    show_default=True,
+    help="auto = bwrap or refuse (then /readyz stays 503).",
+)
+@click.option("--sandbox-python", type=_DB, help="Interpreter that runs candidates (3.11+).")
+@click.option(
+    "--admin-token",
+    is_flag=True,
+    help="If the database has no admin token, create one and print it once.",
+)
+@click.option(
+    "--queue-size",
+    type=click.IntRange(1, 100_000),
+    default=64,
+    show_default=True,
+    help="Runs queued or running at once; more is 429.",
+)
+@click.option(
+    "--max-body-mb",
+    type=click.FloatRange(0.001, 1024),
+    default=8.0,
+    show_default=True,
+    help="Largest request body (413 above).",
+)
+@click.option(
+    "--max-samples",
+    type=click.IntRange(1),
+    default=10_000,
+    show_default=True,
+    help="Most samples per run (413 above).",
+)
+@click.option(
+    "--max-cases",
+    type=click.IntRange(1),
+    default=1_000,
+    show_default=True,
+    help="Most hidden cases per task (413 above).",
+)
+@click.option(
+    "--deadline",
+    type=click.FloatRange(0.1, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds for one POST /v1/grade (504 after).",
+)
+@click.option(
+    "--per-token-concurrency",
+    type=click.IntRange(1, 10_000),
+    default=4,
+    show_default=True,
+    help="Synchronous grades in flight per token (429 above).",
+)
+@click.option(
+    "--max-inflight",
+    type=click.IntRange(1, 10_000),
+    default=32,
+    show_default=True,
+    help="Synchronous grades in flight over all tokens (429 above).",
+)
+@click.option(
+    "--case-timeout",
+    type=click.FloatRange(0.01, 600),
+    default=2.0,
+    show_default=True,
+    help="Seconds per case unless the case sets timeout_s.",
+)
+@click.option(
+    "--candidate-timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=20.0,
+    show_default=True,
+    help="Seconds for all cases of one candidate.",
+)
+@click.option(
+    "--memory-mb",
+    type=click.IntRange(64, 65536),
+    default=1024,
+    show_default=True,
+    help="Address-space limit per candidate process.",
+)
+@click.option(
+    "--no-tree-limits",
+    is_flag=True,
+    help="Accept per-process limits only when no cgroup can cap a whole tree.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+def serve(**o: Any) -> None:
+    """Run the grading service: an HTTP API over the sandbox, with durable runs.
+
+    State (tasks, runs, results, token hashes) lives in one SQLite file; runs
+    left unfinished by a crash or a restart resume on start. SIGTERM stops
+    accepting, lets samples in flight finish (or leaves them for the next
+    start) and exits. /readyz is 503 until the sandbox passed its self-check.
+
+    \b
+    Example (a fresh database; prints an admin token once):
+      gradebox serve --db /tmp/gradebox.sqlite --port 8000 --admin-token
+    """  # noqa: D301 - click needs a real \b to keep the example as written
+    import uvicorn  # noqa: PLC0415 - only this command needs the server
+
+    from gradebox.service.app import create_app  # noqa: PLC0415
+
+    config = _config(o)
+    if o["admin_token"]:
+        _print_admin_token(config.db)
+    logging.basicConfig(level=o["log_level"].upper(), format="%(levelname)s %(name)s: %(message)s")
+    app = create_app(config)
+    uvicorn.run(
+        app,
+        host=o["host"],
+        port=o["port"],
+        log_level=o["log_level"],
+        timeout_graceful_shutdown=int(config.shutdown_grace_s),
+    )
+
+
+def _config(o: dict[str, Any]) -> ServiceConfig:
+    limits = Limits(
+        case_timeout_s=o["case_timeout"],
+        candidate_timeout_s=o["candidate_timeout"],
+        memory_mb=o["memory_mb"],
+        tree_limits=not o["no_tree_limits"],
+    )
+    return ServiceConfig(
+        db=o["db"],
+        isolation=o["isolation"],
+        workers=o["workers"],
+        sandbox_python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
+        limits=limits,
+        queue_size=o["queue_size"],
+        max_body_bytes=int(o["max_body_mb"] * 1024 * 1024),
+        max_samples_per_run=o["max_samples"],
+        max_cases_per_task=o["max_cases"],
+        grade_deadline_s=o["deadline"],
+        per_token_concurrency=o["per_token_concurrency"],
+        max_inflight_grades=o["max_inflight"],
+    )
+
+
+def _print_admin_token(db: Path) -> None:
+    store = Store(db)
+    try:
+        if store.has_admin():
+            click.echo(
+                f"gradebox serve: {db} already has an admin token (not shown again)", err=True
+            )
+            return
+        click.echo(f"admin token (shown once): {create_token(store, 'admin')}")
+        sys.stdout.flush()
+    finally:
+        store.close()
+
+
+@click.group(context_settings={"max_content_width": 100})
+def token() -> None:
+    """Manage the service's bearer tokens (stored hashed; shown once)."""
+
+
+@token.command("create")
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    required=True,
+    help="admin: register tasks, read everything. grader: grade, read own runs.",
+)
+@click.option(
+    "--db",
+    type=_DB,
+    default=Path("gradebox.sqlite"),
+    show_default=True,
+    help="The service's SQLite file.",
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"token": ..., "role": ...}.')
+def create(role: str, db: Path, *, as_json: bool) -> None:
+    """Create a token and print it once; only its SHA-256 is stored.
+
+    \b
+    Example:
+      gradebox token create --role grader --db /tmp/gradebox.sqlite
+    """  # noqa: D301 - click needs a real \b to keep the example as written
+    store = Store(db)
+    try:
+        value = create_token(store, role)
+    finally:
+        store.close()
+    click.echo(json.dumps({"token": value, "role": role}) if as_json else value)

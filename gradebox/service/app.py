@@ -1,0 +1,319 @@
+"""The HTTP API of ``gradebox serve`` (FastAPI).
+
+Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
+
+- ``PUT /v1/tasks/{fn}`` (admin): register or replace a task; hidden cases are write-only.
+- ``GET /v1/tasks/{fn}`` (admin): the public part, the number of hidden cases, the revision.
+- ``POST /v1/grade``: grade one sample now, within a deadline; returns its row.
+- ``POST /v1/runs``: submit samples (JSON array or JSON Lines); returns the run id at once.
+- ``GET /v1/runs/{id}``, ``GET /v1/runs/{id}/results``, ``GET /v1/runs/{a}/diff/{b}``,
+  ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel.
+- ``GET /healthz`` (the process answers) and ``GET /readyz`` (the sandbox passed its
+  self-check; 503 until then and whenever it did not: fail closed).
+
+A grader token sees only its own runs: another token's run is 404, exactly as
+a run that does not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from gradebox.rundiff import diff_runs
+from gradebox.service.auth import Principal, authenticate
+from gradebox.service.config import ServiceConfig
+from gradebox.service.grading import GradingService
+from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
+from gradebox.service.problems import ApiError, Problem
+from gradebox.service.state import ServiceState
+from gradebox.service.store import RunInfo
+from gradebox.service.validate import (
+    check_samples,
+    check_task,
+    parse_json,
+    parse_samples_body,
+    sample_from_json,
+)
+from gradebox.summary import summarize
+from sandbox.runner import Sandbox
+
+__all__ = ["create_app"]
+
+_log = logging.getLogger("gradebox.service")
+_bearer = HTTPBearer(auto_error=False, description="A token from `gradebox token create`.")
+
+
+def create_app(config: ServiceConfig, *, sandbox: Sandbox | None = None) -> FastAPI:
+    """Build the service's ASGI app.
+
+    Nothing is opened until the app starts (its lifespan): then the SQLite
+    store opens, unfinished runs resume, and the sandbox starts and checks its
+    isolation in the background (``/readyz`` is 503 until it passed).
+
+    Args:
+        config: The service's options.
+        sandbox: A ready sandbox to use (the caller closes it); by default the app
+            opens its own from ``config``.
+
+    Returns:
+        The FastAPI application.
+    """
+    state = ServiceState(config, sandbox)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        state.open()
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(state.close)
+
+    app = FastAPI(
+        title="gradebox",
+        version="1",
+        summary="Grade AI-generated Python code against hidden tests in a sandbox.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.service = state
+    app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _internal_error)
+    _probe_routes(app, state)
+    _task_routes(app, state)
+    _grade_routes(app, state)
+    _run_routes(app, state)
+    return app
+
+
+async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.to_json(), status_code=exc.status, headers=exc.headers)
+
+
+async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
+    _log.error("internal error: %s", type(exc).__name__)
+    return JSONResponse({"detail": "internal error"}, status_code=500)
+
+
+def _state(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state
+
+
+def _principal(
+    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    header = f"Bearer {creds.credentials}" if creds is not None else None
+    who = authenticate(_state(request).store, header)
+    if who is None:
+        raise ApiError(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+def _admin(who: Annotated[Principal, Depends(_principal)]) -> Principal:
+    if not who.is_admin:
+        raise ApiError(403, "forbidden")
+    return who
+
+
+Who = Annotated[Principal, Depends(_principal)]
+"""Any valid token."""
+Admin = Annotated[Principal, Depends(_admin)]
+"""An admin token (403 for a grader token)."""
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refusing (413) as soon as it is longer than ``limit``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise ApiError(413, f"request body too large: at most {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body too large: at most {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _ready(state: ServiceState) -> GradingService:
+    grading = state.grading
+    if grading is None:
+        raise ApiError(503, "not ready", headers={"Retry-After": "5"})
+    return grading
+
+
+# ---------------------------------------------------------------------- probes
+
+
+def _probe_routes(app: FastAPI, state: ServiceState) -> None:
+    @app.get("/healthz", tags=["probes"])
+    async def healthz() -> dict[str, str]:
+        """The process is up (says nothing about the sandbox: see /readyz)."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["probes"], responses={503: {"description": "Not ready"}})
+    async def readyz() -> JSONResponse:
+        """Ready only once the sandbox passed its isolation self-check (fail closed)."""
+        if state.grading is None:
+            return JSONResponse({"ready": False}, status_code=503)
+        return JSONResponse({"ready": True, "isolation": state.backend})
+
+
+# ----------------------------------------------------------------------- tasks
+
+
+def _task_routes(app: FastAPI, state: ServiceState) -> None:
+    @app.put("/v1/tasks/{fn}", tags=["tasks"], openapi_extra=TASK_BODY)
+    async def put_task(fn: str, request: Request, _who: Admin) -> dict[str, Any]:
+        """Register or replace a task. Hidden cases are write-only: nothing returns them."""
+        body = parse_json(await _read_body(request, state.config.max_body_bytes))
+        c = state.config
+        task = check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
+        revision = state.store.put_task(fn, task.public, task.hidden, task.limits)
+        _log.info("task %s: revision %d (%d hidden cases)", fn, revision, len(task.hidden))
+        return {"fn": fn, "revision": revision, "cases": len(task.hidden)}
+
+    @app.get("/v1/tasks/{fn}", tags=["tasks"])
+    async def get_task(fn: str, _who: Admin) -> dict[str, Any]:
+        """The public part of a task and how many hidden cases it has (never the cases)."""
+        info = state.store.task_summary(fn)
+        if info is None:
+            raise ApiError(404, "not found")
+        return info
+
+
+# ----------------------------------------------------------------------- grade
+
+
+def _grade_routes(app: FastAPI, state: ServiceState) -> None:
+    @app.post("/v1/grade", tags=["grade"], openapi_extra=GRADE_BODY)
+    async def grade(request: Request, who: Who) -> dict[str, Any]:
+        """Grade one sample now and return its row (hidden cases named by index only)."""
+        grading = _ready(state)
+        state.acquire(who.token_id)
+        released = False
+        try:
+            body = parse_json(await _read_body(request, state.config.max_body_bytes))
+            [sample] = check_samples([body], numbered=False)
+            _known_tasks(state, [sample], numbered=False)
+            future = state.pool.submit(grading.grade, sample_from_json(sample))
+            future.add_done_callback(lambda _f: state.release(who.token_id))
+            released = True
+            try:
+                row: dict[str, Any] = await asyncio.wait_for(
+                    asyncio.wrap_future(future), state.config.grade_deadline_s
+                )
+            except TimeoutError as exc:
+                raise ApiError(504, "grading did not finish within the deadline") from exc
+            return row
+        finally:
+            if not released:
+                state.release(who.token_id)
+
+
+def _known_tasks(state: ServiceState, samples: list[dict[str, Any]], *, numbered: bool) -> None:
+    known = state.store.task_names({s["fn"] for s in samples})
+    problems = [
+        Problem(f"/{i}/fn" if numbered else "/fn", "no task of this name is registered")
+        for i, s in enumerate(samples)
+        if s["fn"] not in known
+    ]
+    if problems:
+        raise ApiError(422, "unknown task", problems)
+
+
+# ------------------------------------------------------------------------ runs
+
+
+def _run_routes(app: FastAPI, state: ServiceState) -> None:
+    def visible(run_id: str, who: Principal) -> RunInfo:
+        info = state.store.run(run_id) if len(run_id) <= 64 else None
+        if info is None or not (who.is_admin or info.owner == who.token_id):
+            raise ApiError(404, "not found")  # never confirm another token's run exists
+        return info
+
+    @app.post("/v1/runs", tags=["runs"], status_code=202, openapi_extra=RUN_BODY)
+    async def submit(request: Request, who: Who) -> dict[str, Any]:
+        """Queue a batch (JSON array or JSON Lines); returns the run id at once."""
+        _ready(state)
+        _queue_space(state)
+        c = state.config
+        items = parse_samples_body(await _read_body(request, c.max_body_bytes))
+        if len(items) > c.max_samples_per_run:
+            raise ApiError(413, f"too many samples: at most {c.max_samples_per_run} per run")
+        if not items:
+            raise ApiError(422, "no samples", [Problem("", "must hold at least one sample")])
+        samples = check_samples(items, numbered=True)
+        _known_tasks(state, samples, numbered=True)
+        _queue_space(state)  # again: other runs may have come in while the body was read
+        run_id = secrets.token_hex(12)
+        state.store.add_run(run_id, who.token_id, samples)
+        state.wake_worker()
+        _log.info("run %s: queued (%d samples)", run_id, len(samples))
+        return {"id": run_id, "status": "queued", "total": len(samples)}
+
+    @app.get("/v1/runs/{run_id}", tags=["runs"])
+    async def status(run_id: str, who: Who) -> dict[str, Any]:
+        """Status, progress and (over the results so far) the summary."""
+        info = visible(run_id, who)
+        rows = list(state.store.results(run_id)) if info.done else []
+        return _run_json(info) | {"summary": summarize(rows) if rows else None}
+
+    @app.get("/v1/runs/{run_id}/results", tags=["runs"])
+    async def results(run_id: str, who: Who) -> StreamingResponse:
+        """The finished rows so far, in sample order, as JSON Lines (results.jsonl)."""
+        visible(run_id, who)
+        return StreamingResponse(_jsonl(state, run_id), media_type="application/jsonl")
+
+    @app.get("/v1/runs/{old}/diff/{new}", tags=["runs"])
+    async def diff(old: str, new: str, who: Who) -> dict[str, Any]:
+        """What newly fails, newly passes or changed from run ``old`` to run ``new``."""
+        visible(old, who)
+        visible(new, who)
+        store = state.store
+        return diff_runs(list(store.results(old)), list(store.results(new))).to_json()
+
+    @app.delete("/v1/runs/{run_id}", tags=["runs"])
+    async def cancel(run_id: str, who: Who) -> dict[str, Any]:
+        """Cancel a queued or running run; finished results stay."""
+        visible(run_id, who)
+        if not state.store.set_status(run_id, "cancelled"):
+            raise ApiError(409, "the run has already finished")
+        info = state.store.run(run_id)
+        assert info is not None  # noqa: S101 - it was just updated
+        return _run_json(info)
+
+
+def _queue_space(state: ServiceState) -> None:
+    if state.store.unfinished_runs() >= state.config.queue_size:
+        retry = str(state.config.run_retry_after_s)
+        raise ApiError(429, "the run queue is full", headers={"Retry-After": retry})
+
+
+def _run_json(info: RunInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "status": info.status,
+        "created": info.created,
+        "finished": info.finished,
+        "total": info.total,
+        "done": info.done,
+        "progress": round(info.done / info.total, 4) if info.total else 1.0,
+    }
+
+
+def _jsonl(state: ServiceState, run_id: str) -> Iterator[str]:
+    for row in state.store.results(run_id):
+        yield json.dumps(row, ensure_ascii=False) + "\n"

@@ -1,0 +1,84 @@
+"""Request-body documentation for the OpenAPI schema (bodies are parsed by :mod:`.validate`).
+
+The bodies are read and checked by hand (strict JSON, JSON pointers in errors,
+size limits while reading), so FastAPI does not see them; these fragments put
+the same JSON schemas the loaders use into the published OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+__all__ = ["GRADE_BODY", "RUN_BODY", "TASK_BODY"]
+
+
+def _schema(package: str, name: str) -> dict[str, Any]:
+    text = (resources.files(package) / "schemas" / name).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    for key in ("$schema", "$id"):
+        schema.pop(key, None)
+    return schema
+
+
+def _sample() -> dict[str, Any]:
+    schema = _schema("gradebox", "samples.schema.json")
+    schema["required"] = ["fn"]
+    schema["description"] = "A samples.jsonl line; exactly one of reply or code. id is optional."
+    return schema
+
+
+def _task() -> dict[str, Any]:
+    hidden = _schema("sandbox", "hidden.schema.json")
+    hidden["required"] = ["args"]
+    public = _schema("sandbox", "public.schema.json")
+    public["required"] = []
+    limit = {"type": "number", "exclusiveMinimum": 0}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["hidden"],
+        "properties": {
+            "public": public | {"description": "A public.jsonl line; fn defaults to the path's."},
+            "hidden": {
+                "type": "array",
+                "minItems": 1,
+                "items": hidden,
+                "description": "hidden.jsonl lines (fn defaults to the path's). Write-only.",
+            },
+            "limits": {
+                "type": "object",
+                "additionalProperties": False,
+                "description": "Lower the server's limits for this task (never raise them).",
+                "properties": {
+                    "case_timeout_s": limit,
+                    "candidate_timeout_s": limit,
+                    "memory_mb": {"type": "integer", "minimum": 1},
+                    "max_timeouts": {"type": "integer", "minimum": 0},
+                },
+            },
+        },
+    }
+
+
+def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {media: {"schema": schema} for media, schema in schemas.items()},
+        }
+    }
+
+
+TASK_BODY = _body({"application/json": _task()})
+"""``PUT /v1/tasks/{fn}``."""
+GRADE_BODY = _body({"application/json": _sample()})
+"""``POST /v1/grade``."""
+RUN_BODY = _body(
+    {
+        "application/json": {"type": "array", "items": _sample(), "minItems": 1},
+        "application/jsonl": {"type": "string", "description": "One sample a line (JSON Lines)."},
+    }
+)
+"""``POST /v1/runs``."""

@@ -1,0 +1,131 @@
+"""The service's moving parts and their life: store, sandbox, grading, run worker, limits."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from gradebox.service.config import ServiceConfig
+from gradebox.service.grading import GradingService
+from gradebox.service.problems import ApiError
+from gradebox.service.store import Store
+from gradebox.service.worker import RunWorker
+from sandbox.runner import Sandbox, open_sandbox
+
+__all__ = ["ServiceState"]
+
+_log = logging.getLogger("gradebox.service")
+
+
+class ServiceState:
+    """Everything a request handler needs; opened by the app's lifespan."""
+
+    def __init__(self, config: ServiceConfig, sandbox: Sandbox | None) -> None:
+        """Use ``sandbox`` when given (the caller closes it), else open one on start."""
+        self.config = config
+        self._given = sandbox
+        self._sandbox: Sandbox | None = None
+        self._grading: GradingService | None = None
+        self._store: Store | None = None
+        self._worker: RunWorker | None = None
+        self._closing = False
+        self._lock = threading.Lock()
+        self._inflight: dict[str, int] = {}
+        self._total = 0
+        self.pool = ThreadPoolExecutor(
+            config.max_inflight_grades, thread_name_prefix="gradebox-sync"
+        )
+
+    @property
+    def store(self) -> Store:
+        """The database (open while the app runs)."""
+        if self._store is None:
+            raise ApiError(503, "not ready")
+        return self._store
+
+    @property
+    def grading(self) -> GradingService | None:
+        """The grader, once the sandbox passed its self-check; ``None`` before (fail closed)."""
+        return self._grading
+
+    @property
+    def backend(self) -> str | None:
+        """The isolation in use, once ready."""
+        return self._sandbox.backend if self._sandbox is not None else None
+
+    def open(self) -> None:
+        """Open the store, start the run worker, and open the sandbox (in the background)."""
+        self._store = Store(self.config.db)
+        self._worker = RunWorker(self._store, lambda: self._grading, self.config.workers)
+        self._worker.start()
+        if self._given is not None:
+            self._ready(self._given)
+        else:
+            threading.Thread(
+                target=self._open_sandbox, name="gradebox-sandbox", daemon=True
+            ).start()
+
+    def _open_sandbox(self) -> None:
+        c = self.config
+        try:
+            sb = open_sandbox(c.isolation, c.limits, workers=c.workers, python=c.sandbox_python)
+        except Exception as exc:  # IsolationUnavailable and anything else: stay not ready
+            _log.error("sandbox refused; the service stays not ready: %s", exc)
+            return
+        with self._lock:
+            closing = self._closing
+        if closing:
+            sb.close()
+            return
+        self._ready(sb)
+
+    def _ready(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+        self._grading = GradingService(self.store, sandbox, self.config.limits)
+        _log.info("sandbox ready (isolation: %s)", sandbox.backend)
+        if self._worker is not None:
+            self._worker.wake()
+
+    def wake_worker(self) -> None:
+        """Tell the run worker a run was submitted."""
+        if self._worker is not None:
+            self._worker.wake()
+
+    def close(self) -> None:
+        """Stop the worker (in-flight samples finish or resume later), the sandbox, the store."""
+        with self._lock:
+            self._closing = True
+        if self._worker is not None and not self._worker.stop(self.config.shutdown_grace_s):
+            _log.warning("samples still in flight at shutdown: they are graded on the next start")
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._sandbox is not None and self._given is None:
+            self._sandbox.close()
+        if self._store is not None:
+            self._store.close()
+
+    def acquire(self, token_id: str) -> None:
+        """Take a synchronous-grade slot for a token.
+
+        Raises:
+            ApiError: 429 when the token or the server has too many grades in flight.
+        """
+        c = self.config
+        with self._lock:
+            mine = self._inflight.get(token_id, 0)
+            if mine >= c.per_token_concurrency or self._total >= c.max_inflight_grades:
+                raise ApiError(
+                    429, "too many grades in flight", headers={"Retry-After": str(c.retry_after_s)}
+                )
+            self._inflight[token_id] = mine + 1
+            self._total += 1
+
+    def release(self, token_id: str) -> None:
+        """Give a slot back (when the grade really finished, not at its deadline)."""
+        with self._lock:
+            self._total -= 1
+            left = self._inflight.get(token_id, 1) - 1
+            if left:
+                self._inflight[token_id] = left
+            else:
+                self._inflight.pop(token_id, None)

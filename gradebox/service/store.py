@@ -1,0 +1,332 @@
+"""Durable state in one SQLite file (WAL): tokens, tasks, runs and per-sample results.
+
+Each sample of a run is one row of ``samples`` keyed by ``(run_id, idx)``; its
+result is a column of that row, written once (``... WHERE row IS NULL``) and
+committed as soon as the sample is graded. So a run killed at any moment keeps
+every finished result, a resumed run grades only the samples without a result,
+and no sample can ever have two results.
+
+Hidden cases are stored here and read only by the grader (:meth:`Store.task`);
+nothing that serves a client reads that column.
+
+One connection is shared by the event loop and the run worker, behind a lock:
+every statement is short, and SQLite serialises writers anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["RunInfo", "RunStatus", "Store", "StoredTask", "TokenRecord"]
+
+RunStatus = Literal["queued", "running", "done", "cancelled"]
+"""A run's life: queued -> running -> done, or cancelled from either."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tokens (
+    id TEXT PRIMARY KEY,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'grader')),
+    hash TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    fn TEXT PRIMARY KEY,
+    public TEXT NOT NULL,
+    hidden TEXT NOT NULL,
+    limits TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'cancelled')),
+    created REAL NOT NULL,
+    finished REAL,
+    total INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    idx INTEGER NOT NULL,
+    sample TEXT NOT NULL,
+    row TEXT,
+    PRIMARY KEY (run_id, idx)
+);
+"""
+
+_UNFINISHED = ("queued", "running")
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A stored token: never the token itself, only its hash."""
+
+    id: str
+    """The public part of the token (``gbx_<id>_<secret>``)."""
+    role: Literal["admin", "grader"]
+    """What the token may do."""
+    hash: str
+    """``sha256`` of the whole token, hex."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTask:
+    """A task as stored; ``hidden`` is for the grader only."""
+
+    fn: str
+    """The task name."""
+    public: dict[str, Any]
+    """The public description (a ``public.jsonl`` line)."""
+    hidden: list[dict[str, Any]]
+    """The hidden cases (``hidden.jsonl`` lines): write-only, never served."""
+    limits: dict[str, Any]
+    """Overrides of the server's default limits."""
+    revision: int
+    """Increases each time the task is replaced."""
+    updated: float
+    """When it was last written (Unix time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """A run's status, without its samples."""
+
+    id: str
+    """The run id."""
+    owner: str
+    """The id of the token that submitted it."""
+    status: RunStatus
+    """Where it is in its life."""
+    created: float
+    """When it was submitted (Unix time)."""
+    finished: float | None
+    """When it finished or was cancelled."""
+    total: int
+    """Samples in the run."""
+    done: int
+    """Samples with a result."""
+
+
+class Store:
+    """The service's SQLite database."""
+
+    def __init__(self, path: Path) -> None:
+        """Open (creating when missing) the database at ``path`` in WAL mode."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed result survives a power cut too, not only a kill -9.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._db.close()
+
+    def _one(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        with self._lock:
+            row: tuple[Any, ...] | None = self._db.execute(sql, args).fetchone()
+            return row
+
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    # ------------------------------------------------------------------ tokens
+
+    def add_token(self, token_id: str, role: str, token_hash: str) -> None:
+        """Store a new token's hash."""
+        self._write(
+            "INSERT INTO tokens (id, role, hash, created) VALUES (?, ?, ?, ?)",
+            (token_id, role, token_hash, time.time()),
+        )
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        """The token with this id, if any."""
+        row = self._one("SELECT id, role, hash FROM tokens WHERE id = ?", (token_id,))
+        return None if row is None else TokenRecord(row[0], row[1], row[2])
+
+    def has_admin(self) -> bool:
+        """Whether any admin token exists."""
+        return self._one("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1") is not None
+
+    # ------------------------------------------------------------------- tasks
+
+    def put_task(
+        self, fn: str, public: dict[str, Any], hidden: list[dict[str, Any]], limits: dict[str, Any]
+    ) -> int:
+        """Register or replace a task; return its new revision."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                old = self._db.execute("SELECT revision FROM tasks WHERE fn = ?", (fn,)).fetchone()
+                revision = 1 if old is None else old[0] + 1
+                self._db.execute(
+                    "INSERT OR REPLACE INTO tasks (fn, public, hidden, limits, revision, updated) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (fn, _dump(public), _dump(hidden), _dump(limits), revision, time.time()),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return revision
+
+    def task(self, fn: str) -> StoredTask | None:
+        """The task named ``fn`` with its hidden cases (for the grader only)."""
+        row = self._one(
+            "SELECT fn, public, hidden, limits, revision, updated FROM tasks WHERE fn = ?", (fn,)
+        )
+        if row is None:
+            return None
+        return StoredTask(
+            row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), row[4], row[5]
+        )
+
+    def task_summary(self, fn: str) -> dict[str, Any] | None:
+        """A task's public part, limits, revision and number of cases (never the cases)."""
+        row = self._one(
+            "SELECT fn, public, json_array_length(hidden), limits, revision, updated "
+            "FROM tasks WHERE fn = ?",
+            (fn,),
+        )
+        if row is None:
+            return None
+        return {
+            "fn": row[0],
+            "public": json.loads(row[1]),
+            "cases": row[2],
+            "limits": json.loads(row[3]),
+            "revision": row[4],
+            "updated": row[5],
+        }
+
+    def task_revision(self, fn: str) -> int | None:
+        """The current revision of a task, or ``None`` when it is not registered."""
+        row = self._one("SELECT revision FROM tasks WHERE fn = ?", (fn,))
+        return None if row is None else int(row[0])
+
+    def task_names(self, fns: set[str]) -> set[str]:
+        """Which of ``fns`` are registered."""
+        found: set[str] = set()
+        names = sorted(fns)
+        for start in range(0, len(names), 500):  # SQLite caps bound parameters
+            part = names[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._all(f"SELECT fn FROM tasks WHERE fn IN ({marks})", tuple(part))  # noqa: S608
+            found.update(r[0] for r in rows)
+        return found
+
+    # -------------------------------------------------------------------- runs
+
+    def add_run(self, run_id: str, owner: str, samples: list[dict[str, Any]]) -> None:
+        """Store a run and all its samples in one transaction (all or nothing)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT INTO runs (id, owner, status, created, total) VALUES (?, ?, ?, ?, ?)",
+                    (run_id, owner, "queued", time.time(), len(samples)),
+                )
+                self._db.executemany(
+                    "INSERT INTO samples (run_id, idx, sample) VALUES (?, ?, ?)",
+                    ((run_id, i, _dump(s)) for i, s in enumerate(samples)),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def unfinished_runs(self) -> int:
+        """How many runs are queued or running."""
+        row = self._one("SELECT count(*) FROM runs WHERE status IN (?, ?)", _UNFINISHED)
+        return int(row[0]) if row else 0
+
+    def next_run(self) -> str | None:
+        """The oldest run that is queued or running (running first: it was interrupted)."""
+        row = self._one(
+            "SELECT id FROM runs WHERE status IN (?, ?) "
+            "ORDER BY status = 'running' DESC, created, rowid LIMIT 1",
+            _UNFINISHED,
+        )
+        return None if row is None else str(row[0])
+
+    def run(self, run_id: str) -> RunInfo | None:
+        """A run's status and progress."""
+        row = self._one(
+            "SELECT id, owner, status, created, finished, total, "
+            "(SELECT count(*) FROM samples WHERE run_id = runs.id AND row IS NOT NULL) "
+            "FROM runs WHERE id = ?",
+            (run_id,),
+        )
+        return None if row is None else RunInfo(*row)
+
+    def set_status(self, run_id: str, status: RunStatus) -> bool:
+        """Move an unfinished run to ``status``; False when it had already finished."""
+        finished = time.time() if status in ("done", "cancelled") else None
+        return (
+            self._write(
+                "UPDATE runs SET status = ?, finished = ? WHERE id = ? AND status IN (?, ?)",
+                (status, finished, run_id, *_UNFINISHED),
+            )
+            == 1
+        )
+
+    def pending(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """The samples of a run that have no result yet, in order."""
+        rows = self._all(
+            "SELECT idx, sample FROM samples WHERE run_id = ? AND row IS NULL ORDER BY idx",
+            (run_id,),
+        )
+        return [(int(i), json.loads(s)) for i, s in rows]
+
+    def has_result(self, run_id: str, idx: int) -> bool:
+        """Whether a sample already has its result."""
+        row = self._one(
+            "SELECT row IS NOT NULL FROM samples WHERE run_id = ? AND idx = ?", (run_id, idx)
+        )
+        return bool(row and row[0])
+
+    def put_result(self, run_id: str, idx: int, row: dict[str, Any]) -> bool:
+        """Write (and commit) a sample's result once; False when it already had one."""
+        return (
+            self._write(
+                "UPDATE samples SET row = ? WHERE run_id = ? AND idx = ? AND row IS NULL",
+                (_dump(row), run_id, idx),
+            )
+            == 1
+        )
+
+    def results(self, run_id: str, *, page: int = 500) -> Iterator[dict[str, Any]]:
+        """The finished results of a run in sample order, read a page at a time."""
+        last = -1
+        while True:
+            rows = self._all(
+                "SELECT idx, row FROM samples WHERE run_id = ? AND idx > ? AND row IS NOT NULL "
+                "ORDER BY idx LIMIT ?",
+                (run_id, last, page),
+            )
+            for idx, text in rows:
+                last = int(idx)
+                yield json.loads(text)
+            if len(rows) < page:
+                return
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,428 @@
+"""Request bodies: strict JSON, checked with the same schemas as the files.
+
+A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...}}``:
+``public`` is a ``public.jsonl`` line and each case a ``hidden.jsonl`` line,
+with ``fn`` taken from the path when left out. Samples are ``samples.jsonl``
+lines (``id`` optional). Every problem comes back with a JSON pointer and a
+message that never repeats a value from the body (see :mod:`.problems`).
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+import re
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any, NoReturn
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from gradebox.grader import Sample, Task
+from gradebox.service.problems import ApiError, Problem
+from sandbox.cases import _hidden_case, _public_task
+from sandbox.child.wire import WireError, from_wire
+from sandbox.types import HiddenCase, Limits
+
+__all__ = [
+    "LIMIT_KEYS",
+    "CheckedTask",
+    "build_task",
+    "check_samples",
+    "check_task",
+    "parse_json",
+    "parse_samples_body",
+    "sample_from_json",
+]
+
+LIMIT_KEYS = ("case_timeout_s", "candidate_timeout_s", "memory_mb", "max_timeouts")
+"""The limits a task may set (each at most the server's own)."""
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _schema(package: str, name: str) -> dict[str, Any]:
+    text = (resources.files(package) / "schemas" / name).read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _sample_schema() -> dict[str, Any]:
+    schema = _schema("gradebox", "samples.schema.json")
+    schema["required"] = ["fn"]  # the service numbers samples without an id
+    return schema
+
+
+_HIDDEN = Draft202012Validator(_schema("sandbox", "hidden.schema.json"))
+_PUBLIC = Draft202012Validator(_schema("sandbox", "public.schema.json"))
+_SAMPLE = Draft202012Validator(_sample_schema())
+_TOP_KEYS = frozenset({"public", "hidden", "limits"})
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedTask:
+    """A valid task body, normalised for storage."""
+
+    public: dict[str, Any]
+    """The public line, ``fn`` filled in."""
+    hidden: list[dict[str, Any]]
+    """The hidden lines, ``fn`` filled in."""
+    limits: dict[str, Any]
+    """Limit overrides."""
+
+
+# ------------------------------------------------------------------------ JSON
+
+
+def parse_json(raw: bytes) -> Any:
+    """Parse a body strictly: UTF-8, no duplicate keys, no NaN/Infinity.
+
+    Raises:
+        ApiError: 422 with the line and column of the first problem.
+    """
+    text = _utf8(raw)
+    try:
+        value = _loads(text)
+        # "\ud800" parses to a lone surrogate, which cannot be stored or sent on as UTF-8.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        problem = Problem("", "invalid JSON: a string escapes a lone surrogate (not Unicode)")
+    except json.JSONDecodeError as exc:
+        problem = Problem("", f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno)
+    except _DuplicateKeyError as exc:
+        problem = Problem("", str(exc))
+    except RecursionError:
+        problem = Problem("", "invalid JSON: nested too deeply")
+    except ValueError:  # an int beyond the interpreter's digit limit
+        problem = Problem("", "invalid JSON: a number is too large")
+    raise ApiError(422, "the body is not valid JSON", [problem])
+
+
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(
+            422, "the body is not valid UTF-8", [Problem("", f"invalid UTF-8 at byte {exc.start}")]
+        ) from exc
+
+
+def _loads(text: str) -> Any:
+    return json.loads(
+        text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
+    )
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKeyError("invalid JSON: an object has a duplicate key")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(_name: str) -> NoReturn:
+    raise _DuplicateKeyError('invalid JSON: NaN and Infinity are not JSON; use {"$float": "nan"}')
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _DuplicateKeyError("invalid JSON: a number is out of range for a float")
+    return value
+
+
+def parse_samples_body(raw: bytes) -> list[Any]:
+    """A run body: a JSON array, or JSON Lines (one sample a line, blank lines ignored).
+
+    Raises:
+        ApiError: 422 naming the line of the first bad JSON line.
+    """
+    text = _utf8(raw)
+    if text.lstrip().startswith("["):
+        items = parse_json(raw)
+        if not isinstance(items, list):  # pragma: no cover - '[' always parses to a list
+            raise ApiError(422, "expected a JSON array", [Problem("", "not an array")])
+        return items
+    items = []
+    problems = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(parse_json(line.encode("utf-8")))
+        except ApiError as exc:
+            first = exc.problems[0]
+            problems.append(replace(first, pointer=f"/{len(items)}", line=number))
+            items.append(None)
+    if problems:
+        raise ApiError(422, "a line of the body is not valid JSON", problems)
+    return items
+
+
+# --------------------------------------------------------------------- schemas
+
+
+def _pointer(prefix: str, path: Any) -> str:
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in path]
+    return prefix + "".join("/" + p for p in parts)
+
+
+def _schema_problems(validator: Draft202012Validator, obj: Any, prefix: str) -> list[Problem]:
+    try:
+        errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.path])
+    except RecursionError:
+        return [Problem(prefix, "nested too deeply")]
+    wrong_type = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    return [
+        Problem(_pointer(prefix, e.absolute_path), _safe_message(e))
+        for e in errors
+        if e.validator == "type" or tuple(e.absolute_path) not in wrong_type
+    ]
+
+
+def _safe_message(error: ValidationError) -> str:
+    """The schema error in words that never quote the offending value."""
+    kind, want = error.validator, error.validator_value
+    instance = error.instance
+    if isinstance(error.schema, dict) and "x-message" in error.schema:
+        return str(error.schema["x-message"])
+    if kind == "type":
+        return f"must be of type {want}"
+    if kind == "required" and isinstance(instance, dict) and isinstance(want, list):
+        missing = [k for k in want if k not in instance]
+        return "missing required property " + ", ".join(repr(k) for k in missing)
+    if kind == "additionalProperties":
+        return "has a property the schema does not allow"
+    if kind == "pattern":
+        return f"does not match the pattern {want}"
+    if kind in ("maxLength", "minLength", "minItems", "maxItems"):
+        return f"violates {kind} {want}"
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        return f"out of range ({kind} {want})"
+    if kind == "uniqueItems":
+        return "items must be unique"
+    if kind == "propertyNames":
+        return "property names must be Python identifiers"
+    return f"fails the schema's {kind!r} check"
+
+
+def _fn_in_path(fn: str) -> None:
+    if len(fn) > 200 or not fn.isidentifier() or not fn.isascii() or keyword.iskeyword(fn):
+        raise ApiError(
+            422, "bad task name", [Problem("fn", "must be an ASCII Python identifier", "path")]
+        )
+
+
+# ----------------------------------------------------------------------- tasks
+
+
+def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> CheckedTask:
+    """Check a ``PUT /v1/tasks/{fn}`` body.
+
+    Raises:
+        ApiError: 422 with every problem found, or 413 with too many cases.
+    """
+    _fn_in_path(fn)
+    if not isinstance(body, dict):
+        raise ApiError(422, "invalid task", [Problem("", "must be an object")])
+    problems = [
+        Problem(_pointer("", [key]), "unknown property; known: public, hidden, limits")
+        for key in body
+        if key not in _TOP_KEYS
+    ]
+    hidden = body.get("hidden")
+    if not isinstance(hidden, list) or not hidden:
+        problems.append(Problem("/hidden", "must be a non-empty array of hidden cases"))
+        raise ApiError(422, "invalid task", problems)
+    if len(hidden) > max_cases:
+        raise ApiError(413, f"too many hidden cases: at most {max_cases} per task")
+    public = body.get("public", {})
+    checked_public = _check_public(fn, public, problems)
+    checked_hidden = [_check_case(fn, case, i, problems) for i, case in enumerate(hidden)]
+    limits = _check_limits(body.get("limits", {}), server, problems)
+    if problems:
+        raise ApiError(422, "invalid task", problems)
+    return CheckedTask(checked_public, checked_hidden, limits)
+
+
+def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, Any]:
+    if not isinstance(public, dict):
+        problems.append(Problem("/public", "must be an object"))
+        return {}
+    if "fn" in public and public["fn"] != fn:
+        problems.append(Problem("/public/fn", "must equal the task name in the path"))
+    obj = {**public, "fn": fn}
+    found = _schema_problems(_PUBLIC, obj, "/public")
+    if not found:
+        _, built = _public_task(obj, 0)
+        found = [_build_problem("/public", p, obj) for p in built]
+    problems.extend(found)
+    return obj
+
+
+def _check_case(fn: str, case: Any, index: int, problems: list[Problem]) -> dict[str, Any]:
+    prefix = f"/hidden/{index}"
+    if not isinstance(case, dict):
+        problems.append(Problem(prefix, "must be an object"))
+        return {}
+    if "fn" in case and case["fn"] != fn:
+        problems.append(Problem(prefix + "/fn", "must equal the task name in the path"))
+    obj = {**case, "fn": fn}
+    found = _schema_problems(_HIDDEN, obj, prefix)
+    if not found:
+        try:
+            _, built = _hidden_case(obj, index + 1)
+        except RecursionError:
+            built = ["nested too deeply"]
+        found = [_build_problem(prefix, p, obj) for p in built]
+    problems.extend(found)
+    return obj
+
+
+_LOCATION = re.compile(r"\[(\d+)\]|\.([A-Za-z_][A-Za-z0-9_]*)")
+_BUILD_MESSAGES = (
+    ("unknown tag", "unknown tag object"),
+    ("too large", "value too large"),
+    ("nested", "nested too deeply"),
+    ("contains itself", "value contains itself"),
+    ("base64", "not valid base64"),
+    ("hex integer", "not a hex integer"),
+    ("unhashable", "unhashable element in a set or dict key"),
+    ("Unicode", "string is not valid Unicode"),
+    ("expected a list of", "expected a list of [key, value] pairs"),
+    ("expected a list", "expected a list"),
+    ("expected a string", "expected a string"),
+    ("expected one of", "expected one of nan, inf, -inf"),
+)
+
+
+def _build_problem(prefix: str, text: str, obj: dict[str, Any]) -> Problem:
+    """Map a loader problem (``args[0][1]: unknown tag ...``) to a pointer and a safe message."""
+    location, _, rest = text.partition(": ")
+    head = re.match(r"[A-Za-z_]+", location)
+    field = head.group(0) if head else ""
+    pointer = prefix + ("/" + field if field else "")
+    for index, key in _LOCATION.findall(location[len(field) :]):
+        pointer += "/" + (index or key)
+    if field == "examples":
+        example = re.match(r"examples/(\d+)/([a-z]+)", text)
+        if example:
+            field = example.group(2)
+            obj = obj["examples"][int(example.group(1))]
+            prefix = f"{prefix}/examples/{example.group(1)}"
+    if field in ("args", "kwargs", "expect") and field in obj:
+        pointer = _culprit(obj[field], f"{prefix}/{field}")
+    if field == "error":
+        return Problem(pointer, "not a builtin or standard-library exception class")
+    if field == "fn":
+        return Problem(pointer, "must be a Python identifier")
+    for needle, message in _BUILD_MESSAGES:
+        if needle in rest or needle in text:
+            return Problem(pointer, message)
+    return Problem(pointer, "invalid tagged value")
+
+
+def _culprit(value: Any, pointer: str) -> str:
+    """The JSON pointer of the innermost part of ``value`` that is not valid tagged JSON."""
+    children: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        children = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list):
+        children = [(str(i), v) for i, v in enumerate(value)]
+    for key, child in children:
+        if not _decodes(child):
+            return _culprit(child, _pointer(pointer, [key]))
+    return pointer
+
+
+def _decodes(value: Any) -> bool:
+    try:
+        from_wire(value, allow_opaque=False)
+    except (WireError, RecursionError):
+        return False
+    return True
+
+
+def _check_limits(limits: Any, server: Limits, problems: list[Problem]) -> dict[str, Any]:
+    if not isinstance(limits, dict):
+        problems.append(Problem("/limits", "must be an object"))
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in limits.items():
+        where = _pointer("/limits", [key])
+        if key not in LIMIT_KEYS:
+            problems.append(Problem(where, "unknown limit; known: " + ", ".join(LIMIT_KEYS)))
+            continue
+        ceiling = getattr(server, key)
+        integral = isinstance(ceiling, int)
+        ok_type = isinstance(value, int) if integral else isinstance(value, int | float)
+        if isinstance(value, bool) or not ok_type:
+            problems.append(
+                Problem(where, "must be an integer" if integral else "must be a number")
+            )
+        elif not 0 < value <= ceiling and not (key == "max_timeouts" and 0 <= value <= ceiling):
+            problems.append(Problem(where, f"must be above 0 and at most the server's {ceiling}"))
+        else:
+            out[key] = value
+    return out
+
+
+def build_task(fn: str, public: dict[str, Any], hidden: list[dict[str, Any]]) -> Task:
+    """Rebuild a stored (already checked) task for the grader."""
+    cases: list[HiddenCase] = []
+    for i, obj in enumerate(hidden):
+        case, _ = _hidden_case(obj, i + 1)
+        if case is None:  # pragma: no cover - stored tasks were checked on the way in
+            raise ValueError(f"stored task {fn!r}: case {i} no longer loads")
+        cases.append(case)
+    pub, _ = _public_task(public, 0)
+    return Task(fn, tuple(cases), pub)
+
+
+# --------------------------------------------------------------------- samples
+
+
+def check_samples(items: list[Any], *, numbered: bool) -> list[dict[str, Any]]:
+    """Check samples; fill in missing ids (their index when ``numbered``, else ``sample``).
+
+    Raises:
+        ApiError: 422 with every problem, each pointing at its sample.
+    """
+    problems: list[Problem] = []
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        prefix = f"/{i}" if numbered else ""
+        found = _schema_problems(_SAMPLE, item, prefix)
+        if not found and ("reply" in item) == ("code" in item):
+            found = [Problem(prefix, "needs exactly one of 'reply' or 'code'")]
+        if found:
+            problems.extend(found)
+            continue
+        sample = {**item, "id": item.get("id", str(i) if numbered else "sample")}
+        if sample["id"] in seen:
+            problems.append(Problem(prefix + "/id", "this id is already used in the body"))
+        seen.add(sample["id"])
+        out.append(sample)
+    if problems:
+        raise ApiError(422, "invalid samples" if numbered else "invalid sample", problems)
+    return out
+
+
+def sample_from_json(obj: dict[str, Any]) -> Sample:
+    """A checked sample as the grader's :class:`Sample`."""
+    return Sample(
+        id=obj["id"],
+        fn=obj["fn"],
+        reply=obj.get("reply"),
+        code=obj.get("code"),
+        claim=obj.get("claim"),
+        original=obj.get("original"),
+    )
