@@ -38,15 +38,14 @@ Severity (:data:`SEVERITY`, the longest matching prefix wins):
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from static.findings import Finding, Severity, ToolError
+from static.tools import locate
 
 if TYPE_CHECKING:
     from static.batch import StaticConfig
@@ -125,25 +124,12 @@ class LintConfig:
 
 
 def find_tool(config: StaticConfig) -> str:
-    """Locate the ruff binary.
-
-    Args:
-        config: ``config.ruff`` wins; else ``ruff`` next to the running Python, else on PATH.
-
-    Returns:
-        The path of the ruff executable.
+    """Locate the ruff binary (``config.ruff`` wins; see :func:`static.tools.locate`).
 
     Raises:
         ToolError: ruff is not installed.
     """
-    if config.ruff is not None:
-        if shutil.which(config.ruff) is None:
-            raise ToolError(f"ruff not found at {config.ruff!r}: fix the path or install ruff")
-        return config.ruff
-    found = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
-    if found is None:
-        raise ToolError("ruff not found: install it (`pip install ruff`) next to gradebox")
-    return found
+    return locate("ruff", config.ruff)
 
 
 def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Finding]]:

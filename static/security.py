@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import importlib
 import json
-import shutil
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from static.findings import Finding, Severity, ToolError
+from static.tools import locate
 
 if TYPE_CHECKING:
     from static.batch import StaticConfig
@@ -57,26 +56,12 @@ class SecurityConfig:
 
 
 def find_tool(config: StaticConfig) -> str:
-    """Locate the bandit binary.
-
-    Args:
-        config: ``config.bandit`` wins; else ``bandit`` next to the running Python, else on PATH.
-
-    Returns:
-        The path of the bandit executable.
+    """Locate the bandit binary (``config.bandit`` wins; see :func:`static.tools.locate`).
 
     Raises:
         ToolError: bandit is not installed.
     """
-    if config.bandit is not None:
-        if shutil.which(config.bandit) is None:
-            raise ToolError(f"bandit not found at {config.bandit!r}: fix the path or install it")
-        return config.bandit
-    here = str(Path(sys.executable).parent)
-    found = shutil.which("bandit", path=here) or shutil.which("bandit")
-    if found is None:
-        raise ToolError("bandit not found: install it (`pip install bandit`) next to gradebox")
-    return found
+    return locate("bandit", config.bandit)
 
 
 def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Finding]]:

@@ -60,7 +60,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import sys
 import tokenize
@@ -71,6 +70,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from static.findings import Finding, Severity, ToolError
+from static.tools import locate
 
 if TYPE_CHECKING:
     from static.batch import StaticConfig
@@ -137,25 +137,12 @@ _Inserts = list[tuple[int, int, str]]
 
 
 def find_tool(config: StaticConfig) -> str:
-    """Locate the mypy binary.
-
-    Args:
-        config: ``config.mypy`` wins; else ``mypy`` next to the running Python, else on PATH.
-
-    Returns:
-        The path of the mypy executable.
+    """Locate the mypy binary (``config.mypy`` wins; see :func:`static.tools.locate`).
 
     Raises:
         ToolError: mypy is not installed.
     """
-    if config.mypy is not None:
-        if shutil.which(config.mypy) is None:
-            raise ToolError(f"mypy not found at {config.mypy!r}: fix the path or install mypy")
-        return config.mypy
-    found = shutil.which("mypy", path=str(Path(sys.executable).parent)) or shutil.which("mypy")
-    if found is None:
-        raise ToolError("mypy not found: install it (`pip install mypy`) next to gradebox")
-    return found
+    return locate("mypy", config.mypy)
 
 
 def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Finding]]:
