@@ -20,6 +20,8 @@ COMMANDS = {
     "passk": "gradebox.cmd_passk:passk",
     "diff": "gradebox.cmd_diff:diff",
     "suite": "gradebox.cmd_suite:suite",
+    "serve": "gradebox.cmd_serve:serve",
+    "token": "gradebox.cmd_serve:token",
 }
 
 

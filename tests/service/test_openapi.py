@@ -1,0 +1,36 @@
+"""The committed openapi.json is the app's schema.
+
+Regenerate it with ``python -m gradebox.service openapi --out openapi.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gradebox.service import ServiceConfig, create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_openapi_json_is_current():
+    schema = create_app(ServiceConfig(db=Path("unused.sqlite"))).openapi()
+    committed = json.loads((ROOT / "openapi.json").read_text(encoding="utf-8"))
+    assert committed == json.loads(json.dumps(schema)), (
+        "openapi.json is stale: run `python -m gradebox.service openapi --out openapi.json`"
+    )
+
+
+def test_openapi_lists_every_endpoint():
+    schema = json.loads((ROOT / "openapi.json").read_text(encoding="utf-8"))
+    assert set(schema["paths"]) == {
+        "/healthz",
+        "/readyz",
+        "/v1/tasks/{fn}",
+        "/v1/grade",
+        "/v1/runs",
+        "/v1/runs/{run_id}",
+        "/v1/runs/{run_id}/results",
+        "/v1/runs/{old}/diff/{new}",
+    }
+    assert "HTTPBearer" in schema["components"]["securitySchemes"]
