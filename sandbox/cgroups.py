@@ -30,6 +30,7 @@ from sandbox.errors import IsolationUnavailable
 __all__ = ["CgroupTree", "TreeCap", "find_tree_cap"]
 
 _V1 = Path("/sys/fs/cgroup")
+_V2_MOUNTS = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 _COUNTER = itertools.count()
 _HINT = (
     "run gradebox as root, or give it a cgroup v2 subtree with the memory and pids "
@@ -135,8 +136,10 @@ def _own_v2_path() -> TreeCap | None:
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         if line.startswith("0::"):
             rel = line[3:].lstrip("/")
-            for mount in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
-                base = mount / rel
+            # Our own cgroup first; as root, the hierarchy's root (exempt from the
+            # no-internal-processes rule) when our own has nothing delegated.
+            bases = [m / r for r in dict.fromkeys([rel, ""]) for m in _V2_MOUNTS]
+            for base in bases:
                 ctl = base / "cgroup.subtree_control"
                 delegated = ctl.exists() and {"memory", "pids"} <= set(ctl.read_text().split())
                 if delegated and _writable_dir(base):
