@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -252,6 +253,9 @@ def _run(**o: Any) -> int:
                 seed=o["seed"],
                 jobs=o["jobs"],
             )
+        shrink = prepared.pop("shrink", None)
+        if shrink is not None:
+            config = dataclasses.replace(config, shrink=shrink)
         o["prepared"] = prepared
         return _grade(o, inputs, sandbox, Grader(sandbox, inputs.tasks, config), stages)
 

@@ -73,6 +73,9 @@ class GradeConfig:
     """The run's denylist; ``None`` means the task's, else the default."""
     explain: bool = False
     """Put arguments, expected and actual values of failed cases on the row."""
+    shrink: Callable[[str, str, int], HiddenCase | None] | None = None
+    """``(fn, code, case index) -> smaller failing case`` for property-generated cases;
+    its result goes on the row (``counterexample``) only with ``explain``."""
 
 
 class Grader:
@@ -93,6 +96,27 @@ class Grader:
         if task.public is not None and task.public.banned_imports is not None:
             return task.public.banned_imports
         return DEFAULT_BANNED
+
+    def _counterexample(
+        self, fn: str, code: str, cases: Sequence[HiddenCase], outcomes: Sequence[str]
+    ) -> dict[str, Any] | None:
+        """Shrink the first failed property-generated case (``--explain`` only)."""
+        if self.config.shrink is None:
+            return None
+        for i, (case, outcome) in enumerate(zip(cases, outcomes, strict=True)):
+            if outcome in ("ok", "not_run") or not (case.name or "").startswith("property:"):
+                continue
+            small = self.config.shrink(fn, code, i)
+            if small is None:
+                return None
+            expect = {"error": small.error} if small.error else _safe_wire(small.expect)
+            return {
+                "case": i,
+                "args": small.args_wire,
+                "kwargs": small.kwargs_wire,
+                "expect": expect,
+            }
+        return None
 
     def grade(self, sample: Sample) -> dict[str, Any]:
         """Grade one sample without later stages and return its row (never raises for it)."""
@@ -152,6 +176,9 @@ class Grader:
             row["detail"] = detail
         if self.config.explain and run is not None:
             row["explain"] = _explain(task.cases, run)
+            shrunk = self._counterexample(sample.fn, ext.code, task.cases, outcomes)
+            if shrunk is not None:
+                row["counterexample"] = shrunk
         return Graded(
             sample_id=sample.id,
             fn=sample.fn,

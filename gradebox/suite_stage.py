@@ -10,13 +10,14 @@ sandbox. Both are recorded for the run's summary and manifest.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gradebox.errors import BadInput
 from gradebox.inputs import RunInputs
 from sandbox.runner import Sandbox
-from sandbox.types import Limits
+from sandbox.types import HiddenCase, Limits
 
 __all__ = ["prepare_tasks"]
 
@@ -58,11 +59,30 @@ def prepare_tasks(
             load_properties,
         )
 
+        fixed = {fn: len(t.cases) for fn, t in tasks.items()}
         gen = generate_property_cases(
             load_properties(properties), refs, sandbox, seed=seed, workers=jobs
         )
         tasks = extend_tasks(tasks, gen.cases)
         record["properties"] = gen.record
+        record["shrink"] = _shrinker(gen, refs, sandbox, fixed, tasks)
     plan = plan_limits(tasks, refs, sandbox, default=limits, workers=jobs)
     record["limits"] = plan.to_json()
     return dataclasses.replace(inputs, tasks=plan.apply(tasks)), record
+
+
+def _shrinker(
+    gen: Any, refs: Any, sandbox: Sandbox, fixed: dict[str, int], tasks: dict[str, Any]
+) -> Callable[[str, str, int], HiddenCase | None]:
+    """``(fn, code, case index) -> smaller failing case`` over the generated cases."""
+    from gradebox.suite.properties import shrink_counterexample  # noqa: PLC0415
+
+    def shrink(fn: str, code: str, index: int) -> HiddenCase | None:
+        k = index - fixed.get(fn, 0)
+        origins = gen.origins.get(fn, [])
+        if not 0 <= k < len(origins) or fn not in refs:
+            return None
+        case = tasks[fn].cases[index]
+        return shrink_counterexample(fn, code, case, origins[k], refs[fn], sandbox, max_runs=60)
+
+    return shrink

@@ -359,3 +359,29 @@ def test_junit_and_html_reports_on_request(tmp_path):
     assert res.exit_code == 0, res.output
     assert "<testsuite" in (tmp_path / "j.xml").read_text()
     assert "<html" in (tmp_path / "r.html").read_text().lower()
+
+
+def test_explain_shows_a_shrunk_counterexample_for_a_generated_case(tmp_path):
+    code = "def absolute(x):\n    return x\n"  # wrong only for negative x
+    (tmp_path / "s.jsonl").write_text(
+        json.dumps({"id": "a", "fn": "absolute", "code": code}) + "\n"
+    )
+    base = [
+        "grade",
+        "--hidden",
+        str(PROPS / "hidden.jsonl"),
+        "--samples",
+        str(tmp_path / "s.jsonl"),
+        "--reference",
+        str(PROPS / "reference.jsonl"),
+        "--properties",
+        str(PROPS / "properties.jsonl"),
+        "--no-static",
+        "--no-judge",
+    ]
+    plain = json.loads(CliRunner().invoke(cli, base).stdout.splitlines()[0])
+    assert "counterexample" not in plain  # hidden inputs only with --explain
+    row = json.loads(CliRunner().invoke(cli, [*base, "--explain"]).stdout.splitlines()[0])
+    ce = row["counterexample"]
+    assert ce["case"] in row["failed"]
+    assert ce["args"] == [-1] and ce["expect"] == 1  # the smallest negative input
