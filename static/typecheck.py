@@ -327,7 +327,10 @@ def _process(config: StaticConfig, cwd: Path) -> _Runner:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ToolError(f"mypy did not run: {exc}") from exc
-        if proc.returncode not in (0, 1, 2) or (proc.returncode == 2 and not proc.stdout.strip()):
+        # mypy exits 1 only when it reports errors: 1 (or 2) with nothing on stdout
+        # means it broke (a crash, a wrong binary), not that the code is clean.
+        silent = not proc.stdout.strip()
+        if proc.returncode not in (0, 1, 2) or (proc.returncode in (1, 2) and silent):
             tail = proc.stderr.decode(errors="replace").strip()[-500:]
             raise ToolError(f"mypy failed with exit code {proc.returncode}: {tail}")
         return proc.stdout.decode(errors="replace"), proc.returncode

@@ -306,3 +306,10 @@ def test_worker_restarts_when_killed(config: StaticConfig, tmp_path: Path) -> No
 def test_worker_that_cannot_start_is_a_tool_error(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="mypy worker"):
         Worker(StaticConfig(cache_dir=tmp_path / "file-not-dir"), tmp_path / "missing-dir")
+
+
+def test_silent_exit_1_is_a_tool_error_not_a_clean_result(tmp_path: Path) -> None:
+    # mypy exits 1 only when it reports errors; exit 1 with no output means it broke
+    mypy = script(tmp_path, "mypy", "raise SystemExit(1)\n")
+    with pytest.raises(ToolError, match="exit code 1"):
+        typecheck(tmp_path, StaticConfig(mypy=mypy), "x = 1\n")
