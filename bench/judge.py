@@ -1,7 +1,8 @@
 """Judge throughput: 1,000 candidates against a local OpenAI-compatible server with 50 ms replies.
 
-Prints figures and, with ``--check``, exits 1 when the warm cache is not at
-least 100x faster than the cold run at concurrency 1. Run from the repository root::
+Prints figures and, with ``--check``, exits 1 when a warm run (at either
+concurrency) is not at least 100x faster than the cold run at concurrency 32 --
+the fastest cold run, so the hardest bar. Run from the repository root::
 
     .venv/bin/python bench/judge.py                 # 1000 candidates, concurrency 1 and 32
     .venv/bin/python bench/judge.py --n 200 --json  # quicker, machine-readable
@@ -9,8 +10,12 @@ least 100x faster than the cold run at concurrency 1. Run from the repository ro
 Runs, each with a fresh Judge (a new process would behave the same):
 
 * ``cold c=1``: no cache entries, one request at a time (~n x 50 ms);
-* ``cold c=32``: no cache entries, 32 requests in flight;
-* ``warm c=32``: the cache filled by the previous run; no request reaches the server.
+* ``warm c=1``: the cache filled by ``cold c=1``; no request reaches the server;
+* ``cold c=32``: no cache entries (another file), 32 requests in flight;
+* ``warm c=32``: the cache filled by ``cold c=32``; no request reaches the server.
+
+A warm run serves stored, already-checked results looked up by input key in a
+few batched queries: no rendering, no re-validation.
 
 The server is stdlib ``http.server`` on 127.0.0.1, in its own process, that sleeps
 ``--latency`` before each valid reply, so the figures measure the judge, not a model.
@@ -187,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per reply")
     parser.add_argument("--concurrency", type=int, default=32, help="the parallel run's limit")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--check", action="store_true", help="exit 1 if warm < 100x cold c=1")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a warm run is not >= 100x cold c=32"
+    )
     args = parser.parse_args(argv)
 
     items = candidates(args.n)
@@ -204,22 +211,22 @@ def main(argv: list[str] | None = None) -> int:
                 cache_path=Path(tmp) / cache,
             )
 
+        par = args.concurrency
         runs.append(run("cold c=1", server, config(1, "serial.sqlite"), items))
-        runs.append(
-            run(f"cold c={args.concurrency}", server, config(args.concurrency, "par.sqlite"), items)
-        )
-        runs.append(
-            run(f"warm c={args.concurrency}", server, config(args.concurrency, "par.sqlite"), items)
-        )
+        runs.append(run("warm c=1", server, config(1, "serial.sqlite"), items))
+        runs.append(run(f"cold c={par}", server, config(par, "par.sqlite"), items))
+        runs.append(run(f"warm c={par}", server, config(par, "par.sqlite"), items))
 
-    serial, parallel, warm = runs
+    serial, warm_serial, parallel, warm = runs
+    worst_warm = max(warm_serial.seconds, warm.seconds)
     figures = {
         "n": args.n,
         "latency_s": args.latency,
         "runs": [r.__dict__ for r in runs],
         "speedup_parallel": serial.seconds / parallel.seconds,
-        "warm_vs_cold_serial": serial.seconds / warm.seconds,
+        "warm_vs_cold_serial": serial.seconds / warm_serial.seconds,
         "warm_vs_cold_parallel": parallel.seconds / warm.seconds,
+        "worst_warm_vs_cold_parallel": parallel.seconds / worst_warm,
         "per_candidate_warm_ms": warm.seconds / args.n * 1000,
     }
     if args.json:
@@ -230,13 +237,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r.name:>10}: {r.seconds:8.3f} s  {args.n / r.seconds:9.1f} cand/s  "
                 f"requests={r.requests:<5} cache_hits={r.cache_hits:<5} {r.statuses}"
             )
-        print(f"concurrency {args.concurrency} vs 1: {figures['speedup_parallel']:.1f}x")
-        print(f"warm cache vs cold c=1: {figures['warm_vs_cold_serial']:.0f}x")
-        print(f"warm cache vs cold c={args.concurrency}: {figures['warm_vs_cold_parallel']:.1f}x")
-        print(f"warm cost per candidate: {figures['per_candidate_warm_ms']:.3f} ms")
-    if args.check and figures["warm_vs_cold_serial"] < 100:
+        print(f"concurrency {par} vs 1: {figures['speedup_parallel']:.1f}x")
+        print(f"warm c=1 vs cold c=1: {figures['warm_vs_cold_serial']:.0f}x")
+        print(f"warm c={par} vs cold c={par}: {figures['warm_vs_cold_parallel']:.1f}x")
         print(
-            "FAIL: the warm cache is less than 100x faster than the cold serial run",
+            f"slowest warm vs cold c={par}: {figures['worst_warm_vs_cold_parallel']:.1f}x "
+            "(--check needs >= 100x)"
+        )
+        print(f"warm cost per candidate: {figures['per_candidate_warm_ms']:.3f} ms")
+    if args.check and figures["worst_warm_vs_cold_parallel"] < 100:
+        print(
+            f"FAIL: a warm run is less than 100x faster than the cold c={par} run",
             file=sys.stderr,
         )
         return 1

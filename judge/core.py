@@ -1,7 +1,12 @@
 """The judge: annotate candidates against a rubric with an LLM, and never decide a verdict.
 
-Concurrency: :meth:`Judge.judge_many` renders every request and serves cache
-hits in the calling thread, then sends the misses from a thread pool of
+Cache: :meth:`Judge.judge_many` first looks every item up by its input key
+(:func:`judge.cache.input_key`, no rendering) in a few batched queries and
+builds the hits from the stored, already-checked results. The rest are
+rendered, looked up by request key (a stored reply is checked again, and its
+result stored under the input key), and the misses are asked.
+
+Concurrency: the lookups run in the calling thread; the misses are sent from a thread pool of
 ``config.concurrency`` workers sharing one synchronous openai client (its
 connection pool is thread-safe). Threads rather than asyncio because the
 work is I/O-bound and the callers (``gradebox grade``, and the service, which
@@ -11,6 +16,9 @@ starts no event loop of its own works from both.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import sqlite3
 import threading
 import time
@@ -23,7 +31,7 @@ from typing import Any
 import openai
 
 import rubrics
-from judge.cache import ReplyCache, cache_key
+from judge.cache import ReplyCache, StoredResult, cache_key, input_context, input_key
 from judge.config import JudgeConfig
 from judge.endpoint import Endpoint
 from judge.errors import (
@@ -107,7 +115,23 @@ class Judge:
                 rubric = rubrics.load(name_or_path)
                 checker = ReplyChecker(rubric)
                 builder = PromptBuilder(rubric, checker.schema)
-                self._prepared[name_or_path] = _Prepared(checker, builder)
+                templates = json.dumps(dataclasses.asdict(rubric.prompt), sort_keys=True)
+                context = input_context(
+                    base_url=str(self._client.base_url),
+                    model=self._config.model,
+                    seed=self._config.seed,
+                    temperature=self._config.temperature,
+                    rubric=(rubric.name, rubric.version, rubric.digest),
+                    schema_sha256=checker.schema_sha256,
+                    templates_sha256=hashlib.sha256(templates.encode()).hexdigest(),
+                )
+                self._prepared[name_or_path] = _Prepared(
+                    checker,
+                    builder,
+                    context,
+                    f"{rubric.name}@{rubric.version}",
+                    frozenset(c.id for c in rubric.criteria),
+                )
             return self._prepared[name_or_path]
 
     def judge_many(
@@ -117,7 +141,8 @@ class Judge:
 
         Every rubric named is loaded before any request, so a bad rubric stops
         the run before it costs anything. Cache hits are served in the calling
-        thread; only misses go to the thread pool.
+        thread (stored results in a few batched queries, then stored replies,
+        checked again); only misses go to the thread pool.
 
         Args:
             items: The candidates.
@@ -133,12 +158,23 @@ class Judge:
             self.rubric(name)
         done: dict[int, JudgeResult] = {}
         waiting: list[tuple[int, _Plan]] = []
-        for i, plan in enumerate(self._plan(item) for item in items):
-            ready = plan if isinstance(plan, JudgeResult) else self._cached(plan, bypass_cache)
-            if ready is not None:
-                done[i] = ready
-            elif isinstance(plan, _Plan):
+        todo = [i for i, item in enumerate(items) if item.code.strip()]
+        done.update((i, _no_code()) for i, item in enumerate(items) if not item.code.strip())
+        input_keys = {i: self._input_key(items[i]) for i in todo}
+        done.update(self._stored([(i, items[i], input_keys[i]) for i in todo], bypass_cache))
+        healed: list[tuple[str, str, dict[str, Any]]] = []
+        for i in todo:
+            if i in done:
+                continue
+            plan = self._plan(items[i], input_keys[i])
+            ready = self._cached(plan, bypass_cache)
+            if ready is None:
                 waiting.append((i, plan))
+            else:
+                done[i] = ready
+                healed.append((plan.input_key, plan.key, _stored_fields(ready)))
+        if healed and self._cache is not None:
+            self._cache.put_results(healed)
         if waiting:
             workers = min(self._config.concurrency, len(waiting))
             with ThreadPoolExecutor(workers, thread_name_prefix="gradebox-judge") as pool:
@@ -161,21 +197,62 @@ class Judge:
         Raises:
             rubrics.RubricError: The item's rubric is missing or invalid.
         """
-        plan = self._plan(item)
-        if isinstance(plan, JudgeResult):
-            return plan
-        return self._cached(plan, bypass_cache) or self._ask(plan, bypass_cache)
-
-    def _plan(self, item: JudgeItem) -> _Plan | JudgeResult:
-        """Render the request and its key, or say why there is nothing to ask."""
         if not item.code.strip():
-            return JudgeResult.skipped(
-                "no_code", "no code was extracted, so there is nothing to judge"
-            )
+            return _no_code()
+        key = self._input_key(item)
+        stored = self._stored([(0, item, key)], bypass_cache)
+        if stored:
+            return stored[0]
+        plan = self._plan(item, key)
+        ready = self._cached(plan, bypass_cache)
+        if ready is None:
+            return self._ask(plan, bypass_cache)
+        if self._cache is not None:
+            self._cache.put_results([(plan.input_key, plan.key, _stored_fields(ready))])
+        return ready
+
+    def _input_key(self, item: JudgeItem) -> str:
+        return input_key(
+            self._prepare(item.rubric_name).context,
+            fn=item.fn,
+            signature=item.signature,
+            spec=item.spec,
+            code=item.code,
+        )
+
+    def _stored(
+        self, wanted: Sequence[tuple[int, JudgeItem, str]], bypass_cache: bool
+    ) -> dict[int, JudgeResult]:
+        """The fast path: stored, already-checked results by input key, in batched queries.
+
+        A stored result that does not decode, or does not fit the rubric it is
+        looked up for, is left out (a miss): the slow path checks the stored
+        reply again and replaces it.
+        """
+        if bypass_cache or self._cache is None or not wanted:
+            return {}
+        started = time.perf_counter()
+        found = self._cache.results([key for _, _, key in wanted])
+        latency_ms = _ms_since(started) / len(wanted)
+        results: dict[int, JudgeResult] = {}
+        prepared = {
+            name: self._prepare(name) for name in {item.rubric_name for _, item, _ in wanted}
+        }
+        for i, item, key in wanted:
+            stored = found.get(key)
+            if stored is not None:
+                result = _decode(stored, prepared[item.rubric_name], latency_ms)
+                if result is not None:
+                    results[i] = result
+        return results
+
+    def _plan(self, item: JudgeItem, input_key: str) -> _Plan:
+        """Render the request and its key."""
         started = time.perf_counter()
         prepared = self._prepare(item.rubric_name)
         prompt = prepared.builder.render(item)
-        return _Plan(prepared.checker, prompt, self._key(item, prepared.checker, prompt), started)
+        key = self._key(item, prepared.checker, prompt)
+        return _Plan(prepared.checker, prompt, key, input_key, started)
 
     def _cached(self, plan: _Plan, bypass_cache: bool) -> JudgeResult | None:
         if bypass_cache or self._cache is None:
@@ -191,9 +268,12 @@ class Judge:
             reply, attempts = self._endpoint.complete(plan.prompt.messages, plan.checker.schema)
         except EndpointError as exc:
             return self._unavailable(exc, plan, started)
+        result = _interpret(reply, plan, started, hit=False, attempts=attempts)
         if self._cache is not None and not bypass_cache:
-            self._cache.put(plan.key, reply, self._request_record(plan, reply))
-        return _interpret(reply, plan, started, hit=False, attempts=attempts)
+            record = self._request_record(plan, reply)
+            stored = (plan.input_key, _stored_fields(result))
+            self._cache.put(plan.key, reply, record, result=stored)
+        return result
 
     def close(self) -> None:
         """Close the cache, and the client when the judge built it."""
@@ -265,6 +345,8 @@ class _Plan:
     """The rendered messages."""
     key: str
     """The request's cache key."""
+    input_key: str
+    """The input key the checked result is stored under."""
     started: float
     """When work on the item began (``time.perf_counter``)."""
 
@@ -277,6 +359,50 @@ class _Prepared:
     """The rubric, its reply schema and validator."""
     builder: PromptBuilder
     """Its prompt text."""
+    context: str
+    """The per-judge, per-rubric part of the input key (:func:`judge.cache.input_context`)."""
+    label: str
+    """``name@version``, as results carry it."""
+    criteria: frozenset[str]
+    """The rubric's criterion ids: the keys of a scored result's scores."""
+
+
+_VARYING = frozenset({"latency_ms", "cache_hit", "attempts"})
+"""Row fields that describe this judgement, not the reply: not stored with the result."""
+_STORED_STATUSES = frozenset({"scored", "needs_review"})
+"""Only completed exchanges have a stored result."""
+
+
+def _no_code() -> JudgeResult:
+    return JudgeResult.skipped("no_code", "no code was extracted, so there is nothing to judge")
+
+
+def _stored_fields(result: JudgeResult) -> dict[str, Any]:
+    """What is stored of a checked result: its row, without what varies per judgement."""
+    row = result.to_row()
+    for name in _VARYING:
+        del row[name]
+    return row
+
+
+def _decode(stored: StoredResult, prepared: _Prepared, latency_ms: float) -> JudgeResult | None:
+    """A stored result as a cache hit, or ``None`` when it is unusable (then: a miss)."""
+    request_key, text = stored
+    try:
+        row = json.loads(text)
+        if type(row) is not dict or not _VARYING.isdisjoint(row):
+            return None
+        row["latency_ms"], row["cache_hit"], row["attempts"] = latency_ms, True, 0
+        result = JudgeResult.from_row(row)
+    except ValueError:  # json.JSONDecodeError included
+        return None
+    fits = (
+        result.status in _STORED_STATUSES
+        and result.key == request_key
+        and result.rubric == prepared.label
+        and (result.status != "scored" or result.scores.keys() == prepared.criteria)
+    )
+    return result if fits else None
 
 
 def _open_cache(config: JudgeConfig) -> ReplyCache | None:

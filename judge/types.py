@@ -7,8 +7,9 @@ those can only downgrade a passing candidate, never rescue a failing one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = [
     "IntentVerdict",
@@ -230,3 +231,99 @@ class JudgeResult:
             "raw": self.raw,
             "key": self.key,
         }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> JudgeResult:
+        """Inverse of :meth:`to_row`, checking every field's type and vocabulary.
+
+        Args:
+            row: A ``judge`` field as :meth:`to_row` wrote it.
+
+        Returns:
+            The result; ``from_row(r.to_row()).to_row() == r.to_row()``.
+
+        Raises:
+            ValueError: A field is missing, of the wrong type or out of vocabulary.
+        """
+        try:
+            tokens = row["tokens"]
+            if tokens is not None:
+                tokens = Tokens(_int(tokens["prompt"]), _int(tokens["completion"]))
+            scores = row["scores"]
+            if type(scores) is not dict or not all(
+                type(k) is str and type(v) is int for k, v in scores.items()
+            ):
+                raise ValueError("scores is not an object of integers")
+            issues = tuple(
+                Issue(
+                    None if i["line"] is None else _int(i["line"]),
+                    _word(i["severity"], _SEVERITIES),
+                    _str(i["message"]),
+                )
+                for i in _list(row["issues"])
+            )
+            unmet = _list(row["unmet_requirements"])
+            if not all(type(u) is str for u in unmet):
+                raise ValueError("unmet_requirements is not a list of strings")
+            weighted = row["weighted"]
+            if weighted is not None and type(weighted) not in (int, float):
+                raise ValueError("weighted is not a number")
+            verdict, mode, code = row["verdict"], row["mode"], row["reason_code"]
+            return cls(
+                status=_word(row["status"], _STATUSES),
+                verdict=None if verdict is None else _word(verdict, _VERDICTS),
+                scores=dict(scores),
+                weighted=weighted,
+                issues=issues,
+                unmet_requirements=tuple(unmet),
+                rationale=_str(row["rationale"]),
+                rubric=_str(row["rubric"]),
+                model=_str(row["model"]),
+                system_fingerprint=_opt_str(row["system_fingerprint"]),
+                latency_ms=float(row["latency_ms"]),
+                tokens=tokens,
+                cache_hit=row["cache_hit"] is True,
+                attempts=_int(row["attempts"]),
+                mode=None if mode is None else _word(mode, _MODES),
+                reason_code=None if code is None else _word(code, _REASON_CODES),
+                reason=_opt_str(row["reason"]),
+                raw=_opt_str(row["raw"]),
+                key=_str(row["key"]),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a judge row: {exc!r}") from exc
+
+
+_STATUSES: frozenset[str] = frozenset(get_args(JudgeStatus))
+_VERDICTS: frozenset[str] = frozenset(get_args(IntentVerdict))
+_SEVERITIES: frozenset[str] = frozenset(get_args(Severity))
+_MODES: frozenset[str] = frozenset(get_args(ResponseMode))
+_REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise ValueError(f"{value!r} is not an integer")
+    return value
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise ValueError(f"{value!r} is not a string")
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else _str(value)
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise ValueError(f"{value!r} is not a list")
+    return value
+
+
+def _word(value: Any, vocabulary: frozenset[str]) -> Any:
+    if type(value) is not str or value not in vocabulary:
+        raise ValueError(f"{value!r} is not one of {sorted(vocabulary)}")
+    return value
