@@ -265,13 +265,14 @@ def grade_all(
         return executor.submit(grader.grade_tests, samples[i])
 
     def fallback(i: int, exc: Exception) -> Graded:
-        row = _infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
+        row = infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
         return Graded(samples[i].id, samples[i].fn, None, None, None, row, None)
 
     return stream(submit, len(samples), fallback, stages=stages, on_row=on_row, chunk=chunk)
 
 
-def _infra_row(sample: Sample, message: str) -> dict[str, Any]:
+def infra_row(sample: Sample, message: str) -> dict[str, Any]:
+    """A row for a sample that could not be graded: needs review, never a fail."""
     return {
         "id": sample.id,
         "fn": sample.fn,

@@ -12,7 +12,7 @@ import threading
 from dataclasses import replace
 from typing import Any
 
-from gradebox.grader import GradeConfig, Grader, Sample
+from gradebox.grader import GradeConfig, Grader, Sample, infra_row
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
@@ -60,23 +60,3 @@ class GradingService:
         with self._lock:
             self._graders[fn] = (stored.revision, grader)
         return grader
-
-
-def infra_row(sample: Sample, message: str) -> dict[str, Any]:
-    """A row for a sample the service could not grade: needs review, never a fail."""
-    return {
-        "id": sample.id,
-        "fn": sample.fn,
-        "pass": False,
-        "verdict": "needs_review",
-        "reason": "infra_error",
-        "failed": [],
-        "timeouts": [],
-        "outcomes": [],
-        "gate": None,
-        "claim": "none",
-        "latency_ms": 0.0,
-        "infra_error": message,
-        "static": None,
-        "judge": None,
-    }
