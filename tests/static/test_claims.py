@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import time
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,41 @@ def test_claims_module_imports_only_the_standard_library() -> None:
         if isinstance(node, ast.ImportFrom)
     }
     assert imported <= {"__future__", "ast", "itertools", "re", "warnings", "typing"}
+
+
+# Attacks on the scan's cost: a reply is attacker-controlled text of any length.
+
+LONG_REPLIES = {
+    "open-parens": lambda n: "O(" * n,
+    "one-claim-repeated": lambda n: "It is O(1). " * n,
+    "distinct-claims": lambda n: "".join(f"O(n{i}) " for i in range(n)),
+    "unclosed-nesting": lambda n: ("O(" + "(" * 38) * n,
+}
+
+
+def _best_time(text: str, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        find_claim(text)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("shape", sorted(LONG_REPLIES))
+def test_claim_scan_is_linear_in_the_reply(shape: str) -> None:
+    # 4x the text costs ~4x when linear and ~16x when quadratic: the ratio, not a wall time.
+    make = LONG_REPLIES[shape]
+    small, large = make(4_000), make(16_000)
+    ratio = _best_time(large) / max(_best_time(small), 1e-6)
+    assert ratio < 8, f"{shape}: 4x the text took {ratio:.1f}x the time"
+
+
+def test_a_200_kb_reply_of_distinct_claims_keeps_every_claim_in_order() -> None:
+    text = "".join(f"O(n{i}) " for i in range(25_000))
+    assert len(text) > 200_000
+    claims = find_claim(text)
+    assert claims is not None
+    assert claims.split("; ")[:3] == ["O(n0)", "O(n1)", "O(n2)"]
+    assert len(claims.split("; ")) == 25_000
+    assert find_claim("O(1) and O(n), then O(1) again") == "O(1); O(n)"
