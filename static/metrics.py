@@ -23,7 +23,9 @@ all of them), ``annotation_coverage`` (annotated parameters and returns / all of
 them; ``self`` and ``cls`` of methods are not counted), ``max_complexity`` and
 ``max_nesting``. A ratio with nothing to count is ``None``, and code that does
 not parse gives the same keys with no functions and ``None`` numbers
-(``"parsed": false``): this layer never raises.
+(``"parsed": false``): this layer never raises. Every walk is iterative, so
+code as deep or as long as the compiler accepts (a 1000-branch ``elif`` chain)
+is measured, never a ``RecursionError``.
 
 Findings: ``GBX301`` (low) when a function's complexity exceeds
 ``max_complexity`` (default 10, McCabe's own threshold and ruff's default) and
@@ -126,55 +128,64 @@ def _empty(*, parsed: bool) -> dict[str, Any]:
 
 def _functions(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, _Function]]:
     """Every function in source order, with a qualified name; nested ones included."""
-    for node in body:
-        for child in _walk_scope(node):
-            if isinstance(child, _Function):
-                name = f"{prefix}{child.name}"
-                yield name, child
-                yield from _functions(child.body, f"{name}.")
-            elif isinstance(child, ast.ClassDef):
-                yield from _functions(child.body, f"{prefix}{child.name}.")
+    # Iterative, like every walk here: deep or long code must not hit the recursion limit.
+    stack: list[tuple[str, ast.stmt]] = [(prefix, node) for node in reversed(body)]
+    while stack:
+        prefix, node = stack.pop()
+        if isinstance(node, _Function):
+            name = f"{prefix}{node.name}"
+            yield name, node
+            stack.extend((f"{name}.", child) for child in reversed(node.body))
+        elif isinstance(node, ast.ClassDef):
+            stack.extend((f"{prefix}{node.name}.", child) for child in reversed(node.body))
+        else:
+            stack.extend((prefix, child) for child in reversed(_nested(node)))
 
 
-def _walk_scope(node: ast.stmt) -> Iterator[ast.stmt]:
-    """``node`` and the statements nested in it, stopping at (and yielding) defs and classes."""
-    yield node
-    if isinstance(node, _Function | ast.ClassDef):
-        return
+def _nested(node: ast.stmt) -> list[ast.stmt]:
+    """The statements directly inside ``node``, handler and case bodies included, in order."""
+    nested: list[ast.stmt] = []
     for child in ast.iter_child_nodes(node):
         if isinstance(child, ast.stmt):
-            yield from _walk_scope(child)
+            nested.append(child)
         elif isinstance(child, ast.ExceptHandler | ast.match_case):
-            for stmt in child.body:
-                yield from _walk_scope(stmt)
+            nested.extend(child.body)
+    return nested
 
 
 def _complexity(fn: _Function) -> int:
-    return 1 + _decisions(fn.body)
+    total, stack = 1, list(fn.body)
+    while stack:
+        stmt = stack.pop()
+        total += _own_decisions(stmt)
+        stack.extend(_counted_bodies(stmt))
+    return total
 
 
-def _decisions(body: list[ast.stmt]) -> int:
-    return sum(_statement_decisions(stmt) for stmt in body)
-
-
-def _statement_decisions(stmt: ast.stmt) -> int:
-    if isinstance(stmt, ast.If):
-        # An ``elif`` is an ``If`` in ``orelse`` and counts itself when visited.
-        return 1 + _decisions(stmt.body) + _decisions(stmt.orelse)
-    if isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
-        return 1 + _decisions(stmt.body) + _decisions(stmt.orelse)
-    if isinstance(stmt, ast.With | ast.AsyncWith | ast.ClassDef):
-        return _decisions(stmt.body)
+def _own_decisions(stmt: ast.stmt) -> int:
+    """What ``stmt`` itself adds; the statements in its bodies count on their own."""
+    if isinstance(stmt, ast.If | ast.For | ast.AsyncFor | ast.While | _Function):
+        return 1  # an ``elif`` is an ``If`` in ``orelse`` and counts itself when visited
     if isinstance(stmt, ast.Try | ast.TryStar):
-        handlers = sum(1 + _decisions(h.body) for h in stmt.handlers)
-        orelse = (1 if stmt.orelse else 0) + _decisions(stmt.orelse)
-        return _decisions(stmt.body) + handlers + orelse + _decisions(stmt.finalbody)
+        return len(stmt.handlers) + (1 if stmt.orelse else 0)
     if isinstance(stmt, ast.Match):
-        cases = sum(1 + _decisions(case.body) for case in stmt.cases)
-        return cases - (1 if stmt.cases and _is_catch_all(stmt.cases[-1]) else 0)
-    if isinstance(stmt, _Function):
-        return 1 + _decisions(stmt.body)
+        catch_all = bool(stmt.cases) and _is_catch_all(stmt.cases[-1])
+        return len(stmt.cases) - (1 if catch_all else 0)
     return 0
+
+
+def _counted_bodies(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements whose decisions count toward ``stmt``'s function."""
+    if isinstance(stmt, ast.If | ast.For | ast.AsyncFor | ast.While):
+        return [*stmt.body, *stmt.orelse]
+    if isinstance(stmt, ast.With | ast.AsyncWith | ast.ClassDef | _Function):
+        return list(stmt.body)
+    if isinstance(stmt, ast.Try | ast.TryStar):
+        handlers = [s for h in stmt.handlers for s in h.body]
+        return [*stmt.body, *handlers, *stmt.orelse, *stmt.finalbody]
+    if isinstance(stmt, ast.Match):
+        return [s for case in stmt.cases for s in case.body]
+    return []
 
 
 def _is_catch_all(case: ast.match_case) -> bool:
@@ -182,24 +193,30 @@ def _is_catch_all(case: ast.match_case) -> bool:
 
 
 def _irrefutable(pattern: ast.pattern) -> bool:
-    if isinstance(pattern, ast.MatchOr):
-        return any(_irrefutable(p) for p in pattern.patterns)
-    return isinstance(pattern, ast.MatchAs) and pattern.pattern is None
+    stack = [pattern]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.MatchOr):
+            stack.extend(current.patterns)
+        elif isinstance(current, ast.MatchAs) and current.pattern is None:
+            return True
+    return False
 
 
 def _depth(fn: _Function) -> int:
-    return max((_stmt_depth(stmt) for stmt in fn.body), default=0)
-
-
-def _stmt_depth(stmt: ast.stmt) -> int:
-    if not isinstance(stmt, _NESTING):
-        return 0
-    inner = [*_child_bodies(stmt)]
-    deepest = max((_stmt_depth(s) for body in inner for s in body), default=0)
-    if isinstance(stmt, ast.If) and _is_elif(stmt):
-        # The elif chain sits at this statement's level, not one deeper.
-        deepest = max(deepest, _stmt_depth(stmt.orelse[0]) - 1)
-    return 1 + deepest
+    """The deepest nesting level in ``fn``'s body, counted top-down from 0."""
+    deepest = 0
+    stack: list[tuple[ast.stmt, int]] = [(stmt, 0) for stmt in fn.body]
+    while stack:
+        stmt, level = stack.pop()
+        if not isinstance(stmt, _NESTING):
+            continue  # a nested def or class starts its own count
+        deepest = max(deepest, level + 1)
+        if isinstance(stmt, ast.If) and _is_elif(stmt):
+            # The elif chain sits at this statement's level, not one deeper.
+            stack.append((stmt.orelse[0], level))
+        stack.extend((child, level + 1) for body in _child_bodies(stmt) for child in body)
+    return deepest
 
 
 def _child_bodies(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:

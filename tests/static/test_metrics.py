@@ -232,3 +232,43 @@ def test_any_text_is_safe(code: str) -> None:
     metrics, findings = check(code)
     assert set(metrics) >= {"functions", "docstring_coverage", "annotation_coverage"}
     assert all(f.rule in {"GBX301", "GBX302"} for f in findings)
+
+
+# Attacks: code as long or as deep as the compiler accepts must be measured, not raise.
+
+
+def _elif_chain(branches: int) -> str:
+    arms = "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, branches))
+    return f"def f(x):\n    if x == 0:\n        return 0\n{arms}    return -1\n"
+
+
+def _compiles(code: str) -> None:
+    compile(code, "<candidate>", "exec", dont_inherit=True)  # the sandbox would run it
+
+
+def test_a_1000_branch_elif_chain_is_measured_not_a_recursion_error() -> None:
+    code = _elif_chain(1000)
+    _compiles(code)
+    metrics, findings = check(code)
+    assert metrics["functions"] == [{"name": "f", "line": 1, "complexity": 1001, "max_nesting": 1}]
+    assert [f.rule for f in findings] == ["GBX301"]
+
+
+def test_a_1000_term_expression_and_deep_blocks_are_measured() -> None:
+    terms = "def f(x):\n    return x" + " + 1" * 1000 + "\n"
+    deep = "def g(x):\n" + "".join("    " * (i + 1) + "if x:\n" for i in range(90))
+    deep += "    " * 91 + "return 1\n"
+    for code in (terms, deep):
+        _compiles(code)
+    assert check(terms)[0]["max_complexity"] == 1
+    assert (check(deep)[0]["max_complexity"], check(deep)[0]["max_nesting"]) == (91, 90)
+
+
+def test_many_nested_functions_and_or_patterns_are_measured() -> None:
+    nested = "".join("    " * i + f"def f{i}():\n" for i in range(90)) + "    " * 90 + "pass\n"
+    pattern = "".join(f"({i} | " for i in range(150)) + "150" + ")" * 150  # nested or-patterns
+    match = f"def m(x):\n    match x:\n        case {pattern} | _:\n            return 1\n"
+    for code in (nested, match):
+        _compiles(code)
+    assert len(check(nested)[0]["functions"]) == 90
+    assert check(match)[0]["functions"][0]["complexity"] == 1  # the last case catches all
