@@ -25,12 +25,19 @@ back per candidate:
   the first batch the standard library is never analysed again. It grows by
   roughly 2 KB per distinct candidate; give each run (or suite) its own, or
   clear it now and then.
+- **What the tools read.** Each file is written in UTF-8 from
+  :func:`static.source.for_tools`: no BOM, coding cookies neutralised, so a
+  tool reads the same text that the sandbox compiles.
 - **Failures.** A tool that fails is an infrastructure error for its layer
-  only (``StaticResult.tool_errors``), never a finding. When a run over many
-  files fails, the files are bisected (at most about ``2 log2 n`` more runs) so
-  that one candidate that breaks a tool does not take the batch down with it; if
-  both halves fail the tool itself is broken and every candidate gets the error.
-  A timeout is not bisected (it would multiply the wait).
+  only (``StaticResult.tool_errors``), never a finding, and only for the
+  candidates it failed on. A tool that names the files it failed on
+  (:class:`static.findings.FileErrors`) is believed. When a run over many files
+  fails without saying where, a canary (a file every tool reads) is run first:
+  if the tool fails on it too, the tool itself is broken and every candidate
+  gets the error. Otherwise the files are bisected down to single files
+  (about ``2 k log2 n`` more runs for ``k`` bad files among ``n``): a candidate
+  is blamed only when the tool failed on it alone. A timeout is not bisected
+  (it would multiply the wait).
 
 For one candidate at a time (a service's gating path), :class:`Session` keeps
 the tools warm: bandit in this process through its API, mypy in a long-lived
@@ -55,9 +62,10 @@ from types import TracebackType
 from typing import Literal, Protocol
 
 from static import lint, security, typecheck
-from static.findings import Finding, ToolError
+from static.findings import FileErrors, Finding, ToolError
 from static.lint import LintConfig
 from static.security import SecurityConfig
+from static.source import for_tools
 
 __all__ = [
     "LAYERS",
@@ -334,12 +342,13 @@ def _write(
     types.mkdir(exist_ok=True)
     files: dict[LayerName, list[Path]] = {layer: [] for layer in layers}
     for name, candidate in unique.items():
+        text = for_tools(candidate.code)
         path = src / f"{name}.py"
-        path.write_bytes(candidate.code.encode("utf-8", "surrogatepass"))
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
         for layer in layers & {"lint", "security"}:
             files[layer].append(path)
         if "types" in layers:
-            prepared = typecheck.prepare(candidate.code, candidate.fn, candidate.signature)
+            prepared = typecheck.prepare(text, candidate.fn, candidate.signature)
             path = types / f"{name}.py"
             path.write_bytes(prepared.encode("utf-8", "surrogatepass"))
             files["types"].append(path)
@@ -355,40 +364,64 @@ def _shards(layer: LayerName, files: list[Path], jobs: int) -> list[list[Path]]:
 
 _Outcome = tuple[dict[Path, list[Finding]], dict[Path, str]]
 
+_CANARY = '"""gradebox\'s canary: a module every tool reads without a finding."""\n'
+
 
 def _isolating(check: LayerCheck, files: list[Path], config: StaticConfig) -> _Outcome:
-    """Run a layer; if it fails on many files, find the ones it fails on."""
+    """Run a layer; if it fails on many files without saying which, find the ones it fails on."""
+    outcome = _attempt(check, files, config)
+    if isinstance(outcome, tuple):
+        return outcome
+    if len(files) == 1 or _timed_out(outcome) or not _canary_passes(check, files[0], config):
+        return {}, dict.fromkeys(files, str(outcome))  # the tool itself is broken
+    return _bisect(check, files, config)
+
+
+def _attempt(check: LayerCheck, files: list[Path], config: StaticConfig) -> _Outcome | ToolError:
+    """One run: its outcome, or the error when it failed without saying where."""
     try:
         return check(files, config), {}
+    except FileErrors as exc:
+        return exc.found, exc.failed
     except ToolError as exc:
-        return _bisect(check, files, config, exc)
+        return exc
+    except Exception as exc:  # our own parsing of a tool's output must not take the batch down
+        error = ToolError(f"the layer raised {type(exc).__name__}: {exc}"[:500])
+        error.__cause__ = exc
+        return error
 
 
-def _bisect(
-    check: LayerCheck, files: list[Path], config: StaticConfig, error: ToolError
-) -> _Outcome:
-    if len(files) == 1 or isinstance(error.__cause__, subprocess.TimeoutExpired):
-        return {}, dict.fromkeys(files, str(error))
-    middle = len(files) // 2
-    halves = [files[:middle], files[middle:]]
-    outcomes: list[dict[Path, list[Finding]] | ToolError] = []
-    for half in halves:
-        try:
-            outcomes.append(check(half, config))
-        except ToolError as exc:
-            outcomes.append(exc)
-    if all(isinstance(outcome, ToolError) for outcome in outcomes):
-        return {}, dict.fromkeys(files, str(error))  # the tool itself is broken
+def _bisect(check: LayerCheck, files: list[Path], config: StaticConfig) -> _Outcome:
+    """Split ``files`` (which failed together) until each failure is a single file's."""
     found: dict[Path, list[Finding]] = {}
     failed: dict[Path, str] = {}
-    for half, outcome in zip(halves, outcomes, strict=True):
+    middle = len(files) // 2
+    for half in (files[:middle], files[middle:]):
+        outcome = _attempt(check, half, config)
         if isinstance(outcome, ToolError):
-            more_found, more_failed = _bisect(check, half, config, outcome)
-            found.update(more_found)
-            failed.update(more_failed)
-        else:
-            found.update(outcome)
+            if len(half) == 1 or _timed_out(outcome):
+                outcome = {}, dict.fromkeys(half, str(outcome))
+            else:
+                outcome = _bisect(check, half, config)
+        found.update(outcome[0])
+        failed.update(outcome[1])
     return found, failed
+
+
+def _timed_out(error: ToolError) -> bool:
+    return isinstance(error.__cause__, subprocess.TimeoutExpired)
+
+
+def _canary_passes(check: LayerCheck, beside: Path, config: StaticConfig) -> bool:
+    """Whether the tool handles a trivial file (written next to ``beside``) without failing."""
+    fd, name = tempfile.mkstemp(prefix="gbx-canary-", suffix=".py", dir=beside.parent)
+    canary = Path(name)
+    try:
+        with open(fd, "w", encoding="utf-8") as file:
+            file.write(_CANARY)
+        return isinstance(_attempt(check, [canary], config), tuple)
+    finally:
+        canary.unlink(missing_ok=True)
 
 
 def _result(findings: list[Finding], errors: dict[str, str]) -> StaticResult:

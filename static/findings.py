@@ -3,15 +3,22 @@
 Every static layer returns ``list[Finding]`` per candidate. A tool that crashes
 or prints something we cannot parse raises :class:`ToolError` (chained from the
 cause): the grader records ``infra_error`` for the static stage of that row,
-never a finding and never a candidate failure.
+never a finding and never a candidate failure. A tool that ran but failed on
+some of its files raises :class:`FileErrors`, which carries the good results of
+the others::
+
+    RuntimeError
+    └── ToolError        raised by a layer's check(); caught by static.batch
+        └── FileErrors   the same, for some files only; static.batch keeps the rest
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-__all__ = ["Finding", "Layer", "Severity", "ToolError"]
+__all__ = ["FileErrors", "Finding", "Layer", "Severity", "ToolError"]
 
 Layer = Literal["lint", "types", "security", "imports", "diff", "metrics", "claims"]
 """Which static layer produced a finding."""
@@ -40,3 +47,21 @@ class Finding:
 
 class ToolError(RuntimeError):
     """A static tool failed (crashed, missing, or unparseable output): not the candidate's fault."""
+
+
+class FileErrors(ToolError):
+    """A tool ran but failed on some files; the findings of the others stand."""
+
+    def __init__(self, found: dict[Path, list[Finding]], failed: dict[Path, str]) -> None:
+        """Keep both halves of the run.
+
+        Args:
+            found: Findings of every file the tool handled (possibly none).
+            failed: What went wrong, for each file the tool failed on (at least one).
+        """
+        shown = "; ".join(sorted(set(failed.values())))[:500]
+        super().__init__(f"{len(failed)} file(s) failed: {shown}")
+        self.found = found
+        """Findings per file the tool handled."""
+        self.failed = failed
+        """What went wrong, per file the tool failed on."""

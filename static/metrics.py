@@ -31,18 +31,19 @@ Findings: ``GBX301`` (low) when a function's complexity exceeds
 ``max_complexity`` (default 10, McCabe's own threshold and ruff's default) and
 ``GBX302`` (low) when its nesting exceeds ``max_nesting`` (default 4).
 
-This module uses only the standard library and imports no other layer.
+This module uses only the standard library and imports no other layer
+(:func:`static.source.parse` is the shared, thread-safe parse).
 """
 
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from static.findings import Finding
+from static.source import parse
 
 __all__ = ["check"]
 
@@ -106,13 +107,8 @@ class _Measured:
 
 
 def _parse(code: str) -> ast.Module | None:
-    # Parsing can warn (invalid escapes); a library must not print.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
+    tree = parse(code)
+    return tree if isinstance(tree, ast.Module) else None
 
 
 def _empty(*, parsed: bool) -> dict[str, Any]:

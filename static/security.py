@@ -20,8 +20,11 @@ Severity: bandit's own (``LOW``/``MEDIUM``/``HIGH`` -> ``low``/``medium``/``high
 except that a ``HIGH`` with ``LOW`` confidence is ``medium``: a guess never fails a
 candidate under the default policy. The confidence is kept in the message.
 
-A file that bandit cannot parse is skipped without findings (the lint layer
-reports the syntax error); any other file bandit skips is a :class:`ToolError`.
+A file that bandit cannot parse is skipped without findings when the code does
+not compile either (the lint layer reports the syntax error). Every other file
+that bandit does not scan -- one it cannot parse although it compiles, one it
+raised on, one it left out without saying -- is that file's failure only
+(:class:`static.findings.FileErrors`), never a clean result.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from static.findings import Finding, Severity, ToolError
+from static.findings import FileErrors, Finding, Severity, ToolError
+from static.source import uncompilable
 from static.tools import locate
 
 if TYPE_CHECKING:
@@ -75,8 +79,8 @@ def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Findin
         Findings per file (every given file is a key).
 
     Raises:
-        ToolError: bandit is missing, failed, timed out, printed something
-            unparseable, or skipped a file for a reason other than its syntax.
+        ToolError: bandit is missing, failed, timed out or printed something unparseable.
+        FileErrors: bandit did not scan some files (see the module docstring).
     """
     if not files:
         return {}
@@ -98,12 +102,13 @@ def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Findin
         raise ToolError(f"bandit failed with exit code {proc.returncode}: {tail}")
     try:
         report = json.loads(proc.stdout)
-        skipped = [(e["filename"], e["reason"]) for e in report["errors"]]
+        skipped = [(str(e["filename"]), str(e["reason"])) for e in report["errors"]]
         issues = [_from_json(item) for item in report["results"]]
-    except (ValueError, TypeError, KeyError) as exc:
+        scanned = [str(name) for name in report["metrics"] if name != "_totals"]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         shown = proc.stdout[:200].decode(errors="replace")
         raise ToolError(f"bandit printed something that is not its JSON: {shown!r}") from exc
-    return _split(files, issues, skipped)
+    return _split(files, _Report(issues, skipped, scanned), config.timeout_s)
 
 
 class InProcess:
@@ -130,6 +135,7 @@ class InProcess:
         except ImportError as exc:
             raise ToolError("bandit is not importable: install it (`pip install bandit`)") from exc
         self._profile = {"include": set[str](), "exclude": set(config.security.skip)}
+        self._timeout_s = config.timeout_s
 
     def check(self, files: Sequence[Path]) -> dict[Path, list[Finding]]:
         """Scan candidate files in this process.
@@ -141,7 +147,8 @@ class InProcess:
             Findings per file (every given file is a key).
 
         Raises:
-            ToolError: bandit raised, or skipped a file for a reason other than its syntax.
+            ToolError: bandit raised.
+            FileErrors: bandit did not scan some files (see the module docstring).
         """
         try:
             manager = self._manager.BanditManager(
@@ -151,29 +158,58 @@ class InProcess:
             manager.run_tests()
             issues = [_from_issue(issue) for issue in manager.get_issue_list()]
             skipped = [(str(name), str(reason)) for name, reason in manager.get_skipped()]
+            scanned = [str(name) for name in manager.metrics.data if name != "_totals"]
         except Exception as exc:  # bandit's own bugs must not look like findings
             raise ToolError(f"bandit raised {type(exc).__name__}: {exc}") from exc
-        return _split(files, issues, skipped)
+        return _split(files, _Report(issues, skipped, scanned), self._timeout_s)
 
 
-def _split(
-    files: Sequence[Path],
-    issues: list[tuple[str, Finding]],
-    skipped: list[tuple[str, str]],
-) -> dict[Path, list[Finding]]:
+@dataclass(frozen=True, slots=True)
+class _Report:
+    issues: list[tuple[str, Finding]]  # (file name, finding)
+    skipped: list[tuple[str, str]]  # (file name, reason)
+    scanned: list[str]  # file names bandit has metrics for
+
+
+def _split(files: Sequence[Path], report: _Report, timeout_s: float) -> dict[Path, list[Finding]]:
     by_path = {path.resolve(): path for path in files}
-    for name, reason in skipped:
-        if reason != _SYNTAX:
-            raise ToolError(f"bandit skipped {Path(name).name}: {reason}")
-    result: dict[Path, list[Finding]] = {path: [] for path in files}
-    for name, finding in issues:
+
+    def given(name: str) -> Path:
         path = by_path.get(Path(name).resolve())
         if path is None:
             raise ToolError(f"bandit reported a file it was not given: {name!r}")
-        result[path].append(finding)
+        return path
+
+    result: dict[Path, list[Finding]] = {path: [] for path in files}
+    for name, finding in report.issues:
+        result[given(name)].append(finding)
     for findings in result.values():
         findings.sort(key=lambda f: (f.line, f.col, f.rule))
+    failed = _not_scanned(files, [(given(n), r) for n, r in report.skipped], timeout_s)
+    seen = {given(name) for name in report.scanned}
+    failed.update((p, f"bandit did not scan {p.name}") for p in files if p not in seen)
+    if failed:
+        raise FileErrors({p: f for p, f in result.items() if p not in failed}, failed)
     return result
+
+
+def _not_scanned(
+    files: Sequence[Path], skipped: list[tuple[Path, str]], timeout_s: float
+) -> dict[Path, str]:
+    """The skipped files that bandit failed on: all but those that really do not compile."""
+    unparsed = [path for path, reason in skipped if reason == _SYNTAX]
+    broken = uncompilable(unparsed, timeout_s=timeout_s)
+    failed = {
+        path: f"bandit could not parse {path.name}, which compiles"
+        for path in unparsed
+        if path not in broken
+    }
+    failed.update(
+        (path, f"bandit skipped {path.name}: {reason}")
+        for path, reason in skipped
+        if reason != _SYNTAX
+    )
+    return failed
 
 
 def _from_json(item: dict[str, Any]) -> tuple[str, Finding]:

@@ -41,9 +41,10 @@ persistent cache (``config.cache_dir``; the standard library is analysed once).
 Each candidate is its own top-level module whose name is not a Python identifier
 (``c-3f9a...``), so no candidate can import another or see its types. mypy
 stops at the first file with a blocking error (a syntax error), so files that do
-not compile are found first and each is checked alone; that compile runs in a
-child process, so that neither the compiler's warnings nor a compiler crash on a
-pathological candidate can reach the grader. The warm single-candidate mode
+not compile are found first (:func:`static.source.uncompilable`, in a child
+process) and each is checked alone. A syntax error that mypy reports in a file
+that compiles means mypy could not read the code the sandbox runs: a
+:class:`static.findings.FileErrors` for that file, never a finding. The warm single-candidate mode
 (:class:`Worker`) keeps one mypy process alive and sends it requests.
 
 Severity: ``syntax`` and ``name-defined`` are ``high`` (the code cannot run);
@@ -64,12 +65,12 @@ import subprocess
 import sys
 import tokenize
 import typing
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from static.findings import Finding, Severity, ToolError
+from static.findings import FileErrors, Finding, Severity, ToolError
+from static.source import parse, uncompilable
 from static.tools import locate
 
 if TYPE_CHECKING:
@@ -122,14 +123,6 @@ _WORKER = (
     "    replies.write(json.dumps({'out': out, 'err': err, 'status': status}) + '\\n')\n"
     "    replies.flush()\n"
 )
-_PRESCREEN = (
-    "import json, sys\n"
-    "for path in sys.argv[1:]:\n"
-    "    try:\n"
-    "        compile(open(path, 'rb').read(), path, 'exec', dont_inherit=True)\n"
-    "    except Exception:\n"
-    "        print(json.dumps(path))\n"
-)
 
 _Runner = Callable[[Sequence[Path]], tuple[str, int]]
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
@@ -157,6 +150,7 @@ def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Findin
 
     Raises:
         ToolError: mypy is missing, crashed, timed out, or printed something unparseable.
+        FileErrors: mypy could not parse some files that compile.
     """
     if not files:
         return {}
@@ -344,28 +338,42 @@ def _check_all(
     """``run`` the files that compile together, ``run_alone`` each one that does not."""
     if len({path.name for path in files}) != len(files):
         raise ValueError("file names must be unique: each names a module")
-    broken = _prescreen(files, config, cwd) if len(files) > 1 else set()
+    # mypy stops at the first file that does not compile, so those go alone.
+    broken = uncompilable(files, timeout_s=config.timeout_s, cwd=cwd) if len(files) > 1 else None
     errors: dict[Path, list[dict[str, Any]]] = {}
-    good = [path for path in files if path not in broken]
+    good = [path for path in files if broken is None or path not in broken]
     if good:
         errors.update(_until_done(run, good))
     for path in files:
-        if path in broken:
+        if broken is not None and path in broken:
             errors.update(_until_done(run_alone, [path]))
-    return {path: _findings(path, errors.get(path, [])) for path in files}
+    found = {path: _findings(path, errors.get(path, [])) for path in files}
+    failed = _unparsed(errors, broken, config, cwd)
+    if failed:
+        raise FileErrors({p: f for p, f in found.items() if p not in failed}, failed)
+    return found
 
 
-def _prescreen(files: Sequence[Path], config: StaticConfig, cwd: Path) -> set[Path]:
-    """The files that do not compile (mypy stops at the first of them, so they go alone)."""
-    argv = [sys.executable, "-I", "-S", "-W", "ignore", "-c", _PRESCREEN, *map(str, files)]
-    try:
-        proc = subprocess.run(
-            argv, capture_output=True, timeout=config.timeout_s, cwd=cwd, env=_ENV, check=True
-        )
-        broken = {Path(json.loads(line)) for line in proc.stdout.decode().splitlines()}
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        raise ToolError(f"the syntax prescreen for mypy failed: {exc}") from exc
-    return {path for path in files if path in broken}
+def _unparsed(
+    errors: dict[Path, list[dict[str, Any]]],
+    broken: set[Path] | None,
+    config: StaticConfig,
+    cwd: Path,
+) -> dict[Path, str]:
+    """The files mypy could not parse although they compile: mypy failed on those."""
+    suspects = [path for path, items in errors.items() if any(map(_is_parse_error, items))]
+    if broken is None:  # not prescreened (a single file): compile the suspects now
+        broken = uncompilable(suspects, timeout_s=config.timeout_s, cwd=cwd)
+    return {
+        path: f"mypy could not parse {path.name}, which compiles"
+        for path in suspects
+        if path not in broken
+    }
+
+
+def _is_parse_error(item: dict[str, Any]) -> bool:
+    # A malformed ``# type:`` comment is a syntax error of the comment, not of the code.
+    return item.get("code") == "syntax" and "type comment" not in str(item["message"])
 
 
 def _until_done(run: _Runner, files: Sequence[Path]) -> dict[Path, list[dict[str, Any]]]:
@@ -482,13 +490,7 @@ def _plan(text: str, fn: str, signature: str | None) -> tuple[_Inserts, str] | N
 
 
 def _parse_quietly(source: str, mode: str = "exec") -> ast.AST | None:
-    # Parsing can warn (invalid escapes); a library must not print. Like the gate's parse.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(source, mode=mode)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
+    return parse(source, mode)
 
 
 def _target(text: str, fn: str) -> tuple[ast.Module, _Def] | None:

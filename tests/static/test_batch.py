@@ -22,6 +22,7 @@ from static.batch import (
 )
 from static.findings import ToolError
 from static.lint import find_tool
+from static.typecheck import find_tool as find_mypy
 
 # bandit's plugin loader calls stevedore with an argument stevedore deprecates.
 pytestmark = pytest.mark.filterwarnings("ignore:The verify_requirements argument")
@@ -229,3 +230,170 @@ def test_rules_file_documents_our_ids_in_ruff_shape() -> None:
             assert isinstance(doc.get(key), str) and doc[key].strip(), (rule_id, key)
         assert doc["severity"] in {"info", "low", "medium", "high"}
         compile(doc["use_instead"], rule_id, "exec")
+
+
+# -- attacks: one sample must cost no other sample its findings ---------------------------
+
+SHELL = "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
+ELIF_CHAIN = (
+    "import os\n\n\ndef f(x):\n    if x == 0:\n        return 0\n"
+    + "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, 1000))
+    + "    return -1\n"
+)
+LONG_SUM = "import os\n\n\ndef f(x):\n    return x" + " + 1" * 1000 + "\n"
+
+
+def test_poisonous_samples_in_both_halves_cost_only_themselves(config: StaticConfig) -> None:
+    # bandit raises on each poison (recursion); they sit in both halves of the batch.
+    codes = [SHELL.replace("cmd", f"cmd{i}") for i in range(8)]
+    codes[1], codes[6] = ELIF_CHAIN, LONG_SUM
+    for code in codes:
+        compile(code, "<candidate>", "exec", dont_inherit=True)  # the sandbox runs them all
+    results = check_batch([Candidate(code, "run") for code in codes], config)
+    for i, result in enumerate(results):
+        rules = {f.rule for f in result.findings}
+        if i in (1, 6):
+            assert set(result.tool_errors) == {"security"}, i
+            assert "F401" in rules, i  # the tools that did read it still report
+        else:
+            assert result.tool_errors == {}, i
+            assert {"B602", "B404"} <= rules, i
+
+
+def _ruff_wrapper(tmp_path: Path, fails_when: str) -> str:
+    ruff = find_tool(StaticConfig())  # the real ruff, behind a condition
+    return script(
+        tmp_path,
+        "ruff",
+        "import os, sys\n"
+        "files = [a for a in sys.argv[1:] if a.endswith('.py')]\n"
+        f"if {fails_when}:\n"
+        "    sys.exit('ruff panicked')\n"
+        f"os.execv({ruff!r}, [{ruff!r}, *sys.argv[1:]])\n",
+    )
+
+
+def test_bisection_blames_each_poisoned_file_in_both_halves(tmp_path: Path) -> None:
+    wrapper = _ruff_wrapper(tmp_path, "any('POISON' in open(f).read() for f in files)")
+    codes = [f"import os{i}\n" for i in range(8)]
+    codes[1], codes[6] = "# POISON\nimport os\n", "# POISON too\nimport sys\n"
+    lint_only = StaticConfig(layers=frozenset({"lint"}), ruff=wrapper)
+    results = check_batch([Candidate(code, "f") for code in codes], lint_only)
+    assert [sorted(r.tool_errors) for r in results] == [
+        ["lint"] if i in (1, 6) else [] for i in range(8)
+    ]
+    honest = [r for i, r in enumerate(results) if i not in (1, 6)]
+    assert all([f.rule for f in r.findings] == ["F401"] for r in honest)
+
+
+def test_a_file_that_passes_alone_is_never_blamed(tmp_path: Path) -> None:
+    # The tool fails on any run of two files or more: every file passes alone.
+    wrapper = _ruff_wrapper(tmp_path, "len(files) > 1")
+    codes = [f"import os{i}\n" for i in range(5)]
+    lint_only = StaticConfig(layers=frozenset({"lint"}), ruff=wrapper)
+    results = check_batch([Candidate(code, "f") for code in codes], lint_only)
+    assert [r.tool_errors for r in results] == [{}] * 5
+    assert [[f.rule for f in r.findings] for r in results] == [["F401"]] * 5
+
+
+COOKIES = {
+    "ascii": "# -*- coding: ascii -*-\n",
+    "utf-16": "# coding=utf-16\n",
+    "cp1252-vim": "# vim: set fileencoding=cp1252 :\n",
+    "latin-1-on-line-2": "#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n",
+    "unknown-codec": "# coding: no-such-codec\n",
+    "two-cookies": "# coding=ascii coding:ascii\n",
+}
+
+
+@pytest.mark.parametrize("cookie", sorted(COOKIES))
+def test_a_coding_cookie_does_not_blind_the_tools(config: StaticConfig, cookie: str) -> None:
+    head = COOKIES[cookie]
+    code = (
+        f"{head}import subprocess\n\n\ndef run(cmd: str) -> int:\n"
+        '    """Run it \u2014 \u00c1 \u00e9."""\n'
+        "    subprocess.call(cmd, shell=True)\n"
+        '    return "no"\n'
+    )
+    compile(code, "<candidate>", "exec", dont_inherit=True)  # the sandbox ignores the cookie
+    (result,) = check_batch([Candidate(code, "run", "def run(cmd: str) -> int")], config)
+    assert result.tool_errors == {}
+    shift = head.count("\n") - 1
+    found = {(f.layer, f.rule, f.line - shift, f.severity) for f in result.findings}
+    assert ("security", "B602", 7, "high") in found
+    assert ("types", "return-value", 8, "medium") in found
+
+
+def test_a_bom_is_not_what_the_tools_see(config: StaticConfig) -> None:
+    code = "\ufeff# coding: latin-1\n" + SHELL
+    (result,) = check_batch([Candidate(code, "run")], config)
+    assert result.tool_errors == {}
+    assert ("B602", 6) in {(f.rule, f.line) for f in result.findings}
+
+
+def test_a_tool_blind_to_code_that_compiles_is_a_tool_error(
+    tmp_path: Path, config: StaticConfig
+) -> None:
+    # A bandit that says "syntax error" for every file: believed only where it is true.
+    bandit = script(
+        tmp_path,
+        "bandit",
+        "import json, sys\n"
+        "files = [a for a in sys.argv[1:] if a.endswith('.py')]\n"
+        "print(json.dumps({'errors': [{'filename': f, 'reason': "
+        "'syntax error while parsing AST from file'} for f in files], 'results': [], "
+        "'metrics': {f: {} for f in files}}))\n",
+    )
+    compiles, broken = SHELL, "def run(:\n    pass\n"
+    blind = dataclasses.replace(config, layers=frozenset({"security"}), bandit=bandit)
+    results = check_batch([Candidate(compiles, "run"), Candidate(broken, "run")], blind)
+    assert set(results[0].tool_errors) == {"security"}
+    assert "could not parse" in results[0].tool_errors["security"]
+    assert results[1] == StaticResult([], {})  # the lint layer reports that syntax error
+
+
+def test_a_tool_that_leaves_a_file_out_silently_is_a_tool_error(
+    tmp_path: Path, config: StaticConfig
+) -> None:
+    bandit = script(
+        tmp_path,
+        "bandit",
+        "import json\nprint(json.dumps({'errors': [], 'results': [], 'metrics': {}}))\n",
+    )
+    blind = dataclasses.replace(config, layers=frozenset({"security"}), bandit=bandit)
+    (result,) = check_batch([Candidate(SHELL, "run")], blind)
+    assert "did not scan" in result.tool_errors["security"]
+
+
+def test_mypy_saying_syntax_error_on_code_that_compiles_is_a_tool_error(
+    tmp_path: Path, config: StaticConfig
+) -> None:
+    mypy = find_mypy(StaticConfig())  # the real mypy, blind to files marked BLIND
+    wrapper = script(
+        tmp_path,
+        "mypy",
+        "import os, sys\n"
+        "files = [a for a in sys.argv[1:] if a.endswith('.py')]\n"
+        "blind = [f for f in files if 'BLIND' in open(f).read()]\n"
+        "if blind:\n"
+        "    print(blind[0] + ':1: error: invalid syntax  [syntax]')\n"
+        "    sys.exit(2)\n"
+        f"os.execv({mypy!r}, [{mypy!r}, *sys.argv[1:]])\n",
+    )
+    codes = ["# BLIND\nx: int = 1\n", 'y: int = "no"\n', "# BLIND\ndef f(:\n"]
+    types_only = dataclasses.replace(config, layers=frozenset({"types"}), mypy=wrapper)
+    for batch in (codes, codes[:1]):
+        results = check_batch([Candidate(code, "f") for code in batch], types_only)
+        assert "could not parse" in results[0].tool_errors["types"]
+        assert results[0].findings == []
+    results = check_batch([Candidate(code, "f") for code in codes], types_only)
+    assert [f.rule for f in results[1].findings] == ["assignment"]
+    assert [f.rule for f in results[2].findings] == ["syntax"]
+    assert results[1].tool_errors == results[2].tool_errors == {}
+
+
+def test_a_malformed_type_comment_stays_a_finding(config: StaticConfig) -> None:
+    code = "def f(x):  # type: (int -> int\n    return x\n"
+    (result,) = check_batch([Candidate(code, "f")], config)
+    assert result.tool_errors == {}
+    assert [f.rule for f in result.findings if f.layer == "types"] == ["syntax"]

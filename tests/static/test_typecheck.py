@@ -245,7 +245,8 @@ def test_garbage_output_is_a_tool_error(tmp_path: Path) -> None:
 def test_plain_text_syntax_errors_are_understood(tmp_path: Path) -> None:
     body = "import sys\nprint(sys.argv[-1] + ':2: error: invalid syntax  [syntax]')\nsys.exit(2)\n"
     mypy = script(tmp_path, "mypy", body)
-    findings = typecheck(tmp_path, StaticConfig(mypy=mypy), "x = 1\n")
+    # Code that does not compile: on code that compiles, a syntax error is mypy's failure.
+    findings = typecheck(tmp_path, StaticConfig(mypy=mypy), "x = 1\ny = (\n")
     assert [(f.rule, f.line, f.col, f.message) for f in findings] == [
         ("syntax", 2, 0, "invalid syntax")
     ]
