@@ -82,14 +82,33 @@ class StaticStage:
         self._kept: dict[str, tuple[list[Finding], str]] | None = {} if keep_for_sarif else None
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
-        """Check every item that has extracted code; one annotation per item."""
+        """Check every item that has extracted code; one annotation per item.
+
+        Whatever one sample does to a tool or to our own checks, only that
+        sample's annotation says so (``infra_error``); the others get their findings.
+        """
         todo = [(k, g, g.code) for k, g in enumerate(items) if g.code is not None]
         candidates = [Candidate(code, g.fn, _signature(g)) for _, g, code in todo]
-        results = check_batch(candidates, self.config)
+        results = self._check(candidates)
         notes = [Annotation(None)] * len(items)
         for (k, g, code), result in zip(todo, results, strict=True):
             notes[k] = self._annotate(g, code, result)
         return notes
+
+    def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
+        try:
+            return check_batch(candidates, self.config)
+        except Exception:  # a bug a sample triggered: find it rather than fail the batch
+            if len(candidates) == 1:
+                raise
+        return [self._check_alone(candidate) for candidate in candidates]
+
+    def _check_alone(self, candidate: Candidate) -> StaticResult:
+        try:
+            return check_batch([candidate], self.config)[0]
+        except Exception as exc:
+            message = f"the tool layers raised {type(exc).__name__}"
+            return StaticResult(findings=[], tool_errors=dict.fromkeys(self.config.layers, message))
 
     def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
         """Annotations for a batch whose checks raised: an infra error on each checked sample."""
@@ -116,18 +135,28 @@ class StaticStage:
         return to_sarif(results, version, sources={i: kept[i][1] for i in ids})
 
     def _annotate(self, g: Graded, code: str, result: StaticResult) -> Annotation:
-        findings = list(result.findings)
-        findings += imports.check(code, self.pins, environment=self.environment)
-        numbers, found = metrics.check(code)
-        findings += found
+        findings, errors = list(result.findings), dict(result.tool_errors)
+        try:
+            findings += imports.check(code, self.pins, environment=self.environment)
+        except Exception as exc:  # our bug, triggered by this sample: its error only
+            errors["imports"] = _raised("imports", exc)
+        numbers: dict[str, Any] = {}
+        try:
+            numbers, found = metrics.check(code)
+            findings += found
+        except Exception as exc:
+            errors["metrics"] = _raised("metrics", exc)
         diff: dict[str, Any] | None = None
         if g.original is not None:
-            diff, found = diffsize.check(code, g.original)
-            findings += found
+            try:
+                diff, found = diffsize.check(code, g.original)
+                findings += found
+            except Exception as exc:
+                errors["diff"] = _raised("diff", exc)
         findings.sort(key=lambda f: (f.line, f.col, f.layer, f.rule, f.message))
         if self._kept is not None:
             self._kept[g.sample_id] = (findings, code)
-        return _note(self._field(findings, numbers, diff, dict(result.tool_errors) or None))
+        return _note(self._field(findings, numbers, diff, dict(sorted(errors.items())) or None))
 
     def _field(
         self,
@@ -158,6 +187,11 @@ class StaticStage:
             "deciding": list(dict.fromkeys(f.rule for f in deciding(findings, self.policy))),
             "infra_error": errors,
         }
+
+
+def _raised(layer: str, exc: Exception) -> str:
+    # A fixed message: the exception's text may quote the candidate.
+    return f"the {layer} check raised {type(exc).__name__}"
 
 
 def _note(value: dict[str, Any]) -> Annotation:

@@ -450,3 +450,80 @@ def test_stream_without_stages_maps_grader_errors_to_infra_rows():
     assert [r["id"] for r in rows] == ["s0", "s1", "s2"]
     assert "ZeroDivisionError" in rows[1]["err"]
     assert rows[0]["verdict"] == "pass"
+
+
+# -- attacks: one sample must not cost its chunk -------------------------------------------
+
+ELIF_INC = (
+    "def inc(x):\n    if x == -1:\n        return 0\n"
+    + "".join(f"    elif x == -{i}:\n        return {1 - i}\n" for i in range(2, 1001))
+    + "    return x + 1\n"
+)
+SUM_INC = "def inc(x):\n    return x + 1" + " + 0" * 1000 + "\n"
+CLEAN_INC = CORPUS["clean"]["code"]
+MD5_INC = CORPUS["md5"]["code"]
+
+
+def test_poisonous_samples_cost_only_themselves_in_a_chunk(tmp_path):
+    # Both pass every hidden case; each makes bandit (and, before, our metrics) raise.
+    task = Task(
+        "inc",
+        (
+            HiddenCase(fn="inc", args=(1,), kwargs={}, expect=2, args_wire=[1]),
+            HiddenCase(fn="inc", args=(41,), kwargs={}, expect=42, args_wire=[41]),
+        ),
+    )
+    codes = {"elif": ELIF_INC, "sum": SUM_INC}
+    codes |= {f"clean{i}": CLEAN_INC.replace("1\n", f"1  # {i}\n") for i in range(4)}
+    codes |= {f"md5-{i}": MD5_INC.replace("b'x'", f"b'{i}'") for i in range(4)}
+    order = ["clean0", "elif", "md5-0", "clean1", "md5-1", "clean2", "sum", "md5-2", "clean3"]
+    order += ["md5-3"]
+    samples = [Sample(name, "inc", code=codes[name]) for name in order]
+    stage = StaticStage(StaticConfig(cache_dir=tmp_path / "cache"))
+    with open_sandbox("auto", Limits(), workers=2) as sandbox, ThreadPoolExecutor(2) as pool:
+        grader = Grader(sandbox, {"inc": task}, GradeConfig())
+        rows = {r["id"]: r for r in grade_all(grader, samples, pool, stages=[stage])}
+    for name in ("elif", "sum"):
+        assert (rows[name]["verdict"], rows[name]["reason"]) == ("needs_review", "infra_error")
+        if rows[name]["static"] is None:
+            # The grader's own ast.parse (gate, extract) can hit CPython 3.11.7's
+            # "AST constructor recursion depth mismatch" (python/cpython#106905) on
+            # this sample: an infra error of the grader, outside the static stage.
+            assert "SystemError" in rows[name]["infra_error"], json.dumps(rows[name])[:500]
+            continue
+        assert rows[name]["outcomes"] == ["ok", "ok"], name
+        assert set(rows[name]["static"]["infra_error"]) == {"security"}, name
+        if name == "elif":
+            assert rows[name]["static"]["metrics"]["max_complexity"] == 1001
+    for i in range(4):
+        clean, md5 = rows[f"clean{i}"], rows[f"md5-{i}"]
+        assert clean["static"]["infra_error"] is None and clean["verdict"] == "pass"
+        assert md5["static"]["infra_error"] is None
+        assert (md5["verdict"], md5["reason"]) == ("fail", "policy:static")
+        assert "B324" in md5["static"]["deciding"]
+
+
+def test_a_check_that_raises_on_one_sample_is_that_samples_infra_error(monkeypatch):
+    import static.metrics
+
+    real = static.metrics.check
+
+    def fragile(code, **options):
+        if "POISON" in code:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(code, **options)
+
+    monkeypatch.setattr(static.metrics, "check", fragile)
+    stage = StaticStage(StaticConfig(layers=frozenset({"lint"})), environment={})
+    facts = Facts(False, True, True, (), "none", ("ok",))
+    items = [
+        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, {}, facts),
+        Graded("p", "inc", "# POISON\ndef inc(x):\n    return x + 1\n", None, None, {}, facts),
+        Graded("u", "inc", "import os\n\n\ndef inc(x):\n    return x + 1\n", None, None, {}, facts),
+    ]
+    a, p, u = stage.run(items)
+    assert p.static_infra_error and p.value["infra_error"] == {
+        "metrics": "the metrics check raised RecursionError"
+    }
+    assert not a.static_infra_error and a.value["metrics"]["max_complexity"] == 1
+    assert not u.static_infra_error and [f["rule"] for f in u.value["findings"]] == ["F401"]
