@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 # bubblewrap is the default isolation; /usr/bin/python3 runs candidates; chromium
 # renders the HTML report in its test (the test skips, saying so, without it).
-SYSTEM_PKGS := bubblewrap python3 chromium fonts-liberation
+SYSTEM_PKGS := bubblewrap libseccomp2 python3 chromium fonts-liberation
 
 system-deps:
 	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ] || ! command -v chromium >/dev/null 2>&1; then \

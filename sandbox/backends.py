@@ -5,11 +5,14 @@ Two exist:
 
 * ``bwrap`` (default on Linux): bubblewrap namespaces (user, PID, network,
   IPC, UTS, cgroup, mount), an unprivileged uid with no capabilities and no
-  new privileges, a read-only ``/usr``, private tmpfs ``/scratch``, ``/tmp``
-  and ``/dev/shm`` of capped size, an empty environment, no further user
-  namespaces. When the grader runs as root the worker is started as the
-  unprivileged host uid ``nobody`` as well, so even an escape from the mount
-  namespace lands with no rights.
+  new privileges, a read-only ``/usr`` and ``/dev``, private tmpfs
+  ``/scratch``, ``/tmp`` and ``/dev/shm`` of capped size, an empty
+  environment, no further user namespaces, the seccomp filter of
+  :mod:`sandbox.seccomp`, and the harness itself as PID 1 (``--as-pid-1``: no
+  bubblewrap init inside the sandbox holding the grader's pipes). When the
+  grader runs as root the worker is started as the unprivileged host uid
+  ``nobody`` as well, so even an escape from the mount namespace lands with
+  no rights.
 * ``none``: the same zygote as a plain child process. **No isolation**: for
   trusted local use only (a candidate can read your files and your network).
 
@@ -26,12 +29,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.errors import IsolationUnavailable
+from sandbox.seccomp import compile_filter
 from sandbox.types import Limits
 
-__all__ = ["BACKENDS", "Backend", "Launch", "find_python", "get_backend"]
+__all__ = [
+    "BACKENDS",
+    "SECCOMP_FD",
+    "Backend",
+    "Launch",
+    "filter_pipe",
+    "find_python",
+    "get_backend",
+]
 
 HARNESS_DIR = Path(__file__).resolve().parent / "child"
 NOBODY = 65534
+SECCOMP_FD = "{seccomp-fd}"
+"""Placeholder in a launch's ``argv`` for the descriptor that carries the filter."""
 _SANDBOX_ENV = {
     "HOME": "/scratch",
     "PATH": "/usr/bin:/bin",
@@ -60,6 +74,23 @@ class Launch:
     """Working directory on the host (``none`` backend only)."""
     cleanup: list[str] = field(default_factory=list)
     """Host directories to delete when the worker ends."""
+    seccomp: bytes | None = None
+    """A compiled BPF filter, handed to the worker on a pipe whose descriptor
+    number replaces :data:`SECCOMP_FD` in ``argv``."""
+
+    def command(self, fd: int | None) -> list[str]:
+        """``argv`` with the filter's descriptor number filled in."""
+        return [str(fd) if a == SECCOMP_FD else a for a in self.argv]
+
+
+def filter_pipe(program: bytes) -> int:
+    """A pipe's read end holding ``program`` (the caller closes it after the spawn)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(w)
+    return r
 
 
 class Backend:
@@ -86,22 +117,28 @@ class BwrapBackend(Backend):
 
     def __init__(self) -> None:
         self._prefixes: dict[str, str] = {}
+        self._filter: bytes | None = None
 
     def check_tools(self) -> None:
-        """Raise when bwrap is not installed."""
+        """Raise when bwrap is not installed or the seccomp filter cannot be built."""
         if shutil.which("bwrap") is None:
             raise IsolationUnavailable(
                 f"isolation 'bwrap': bwrap is not installed; {_INSTALL_HINT}"
             )
+        if self._filter is None:
+            self._filter = compile_filter()
 
     def check_available(self, python: str) -> None:
         """Raise when bwrap is missing or cannot create namespaces here."""
         self.check_tools()
         launch = self.launch(python, Limits())
         probe = [*launch.argv[: launch.argv.index(python)], "/usr/bin/true"]
+        fd = filter_pipe(launch.seccomp or b"")
+        probe = [str(fd) if a == SECCOMP_FD else a for a in probe]
         try:
             proc = subprocess.run(
                 probe,
+                pass_fds=(fd,),
                 env=launch.env,
                 capture_output=True,
                 timeout=20,
@@ -112,6 +149,8 @@ class BwrapBackend(Backend):
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise IsolationUnavailable(f"isolation 'bwrap': could not start bwrap: {exc}") from exc
+        finally:
+            os.close(fd)
         if proc.returncode != 0:
             why = proc.stderr.decode("utf-8", "replace").strip()[:500]
             raise IsolationUnavailable(
@@ -135,6 +174,7 @@ class BwrapBackend(Backend):
             str(NOBODY),
             "--die-with-parent",
             "--new-session",
+            "--as-pid-1",
             "--cap-drop",
             "ALL",
             "--hostname",
@@ -165,6 +205,8 @@ class BwrapBackend(Backend):
             size,
             "--tmpfs",
             "/dev/shm",  # noqa: S108 - a private tmpfs inside the sandbox
+            "--remount-ro",
+            "/dev",
             "--size",
             size,
             "--tmpfs",
@@ -177,8 +219,16 @@ class BwrapBackend(Backend):
         ]
         for key, value in _SANDBOX_ENV.items():
             argv += ["--setenv", key, value]
-        argv += ["--chdir", "/scratch", python, "-I", "-S", "-B", "/gradebox/harness.py", "--pidns"]
-        return Launch(argv=argv, env=dict(_SANDBOX_ENV), user=NOBODY if os.geteuid() == 0 else None)
+        if self._filter is None:
+            self._filter = compile_filter()
+        argv += ["--seccomp", SECCOMP_FD, "--chdir", "/scratch"]
+        argv += [python, "-I", "-S", "-B", "/gradebox/harness.py", "--pidns"]
+        return Launch(
+            argv=argv,
+            env=dict(_SANDBOX_ENV),
+            user=NOBODY if os.geteuid() == 0 else None,
+            seccomp=self._filter,
+        )
 
 
 class NoneBackend(Backend):

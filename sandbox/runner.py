@@ -19,6 +19,7 @@ plain decoded data and are compared by :mod:`sandbox.compare`, outside.
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import socket
 import threading
@@ -32,7 +33,7 @@ from sandbox.cgroups import TreeCap, find_tree_cap
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
 from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult, make_case
-from sandbox.worker import Worker, WorkerDied, WorkerSilent
+from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted
 
 __all__ = ["Sandbox", "open_sandbox"]
 
@@ -65,7 +66,42 @@ def probe(port):
     facts["writable"] = writable
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
     facts["userns"] = "allowed" if libc.unshare(0x10000000) == 0 else "blocked"
+    facts["seccomp"] = status.get("Seccomp", "").strip()
+    # Each with harmless arguments; the filter must answer EPERM before the kernel looks.
+    calls = {
+        "ptrace": (101, 2, 0, 0, 0),  # PTRACE_PEEKDATA of pid 0
+        "process_vm_readv": (310, 0, 0, 0, 0, 0, 0),
+        "pidfd_open": (434, os.getpid(), 0),
+        "pidfd_getfd": (438, -1, 0, 0),
+        "keyctl": (250, 0, -4, 0),  # KEYCTL_GET_KEYRING_ID of the user keyring
+        "add_key": (248, b"user", b"gbx-probe", b"x", 1, -4),
+        "perf_event_open": (298, 0, 0, -1, -1, 0),
+        "bpf": (321, 9999, 0, 0),
+        "io_uring_setup": (425, 0, 0),
+        "shmget": (29, 0, 4096, 0),
+    }
+    facts["denied"] = {}
+    for name, (nr, *args) in calls.items():
+        ctypes.set_errno(0)
+        ret = libc.syscall(nr, *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+        facts["denied"][name] = ret == -1 and ctypes.get_errno() == 1
+    readable = []
+    for p in ("/proc/1/fd/0", "/proc/1/fd/1", "/proc/1/mem", "/proc/1/environ",
+              f"/proc/{os.getppid()}/fd/0", f"/proc/{os.getppid()}/mem"):
+        try:
+            open(p, "rb").close()
+            readable.append(p)
+        except OSError:
+            pass
+    facts["init_readable"] = readable
+    facts["init_cmdline"] = open("/proc/1/cmdline", "rb").read().decode("ascii", "replace")
+    try:
+        open("/dev/probe", "w").close()
+        facts["dev_writable"] = True
+    except OSError:
+        facts["dev_writable"] = False
     open("scratch-probe", "w").write("ok")
     facts["scratch"] = open("scratch-probe").read()
     return facts
@@ -128,29 +164,39 @@ class Sandbox:
         t0 = time.monotonic()
         worker = self._checkout()
         try:
-            if worker is None:
-                worker = self._start_worker()
-            reply = worker.serve(job, lim)
-            if reply.get("recycle") is True:
-                # It could not be cleaned (a deep tree, System V IPC...) and has
-                # exited: free the slot so the next candidate gets a fresh worker.
+            for attempt in range(2):
+                if worker is None:
+                    worker = self._start_worker()
+                try:
+                    reply = worker.serve(job, lim)
+                    break
+                except WorkerTainted:
+                    # Nothing of this job ran: the worker is not to be trusted, this
+                    # candidate gets a fresh one (once; twice in a row is ours to fix).
+                    self._discard(worker)
+                    worker = None
+                    if attempt:
+                        raise
+            if worker is not None and worker.recycle:
+                # It could not be cleaned (a deep tree, System V IPC, stray bytes)
+                # or has exited: the next candidate gets a fresh worker.
                 self._discard(worker)
                 worker = None
         except WorkerSilent:
             self._discard(worker)
             worker = None
             return _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
-        except WorkerDied as exc:
+        except WorkerDied:
             self._discard(worker)
             worker = None
-            return _all(cases, "crash", f"sandbox process ended ({exc})", time.monotonic() - t0)
+            return _all(cases, "crash", "sandbox process ended", time.monotonic() - t0)
         except WorkerError as exc:
             self._discard(worker)
             worker = None
             return RunResult(
                 observations=tuple(Observation("not_run") for _ in cases),
                 wall_s=time.monotonic() - t0,
-                infra_error=str(exc),
+                infra_error=_infra_message(exc),
             )
         finally:
             self._idle.put(worker)
@@ -301,6 +347,10 @@ def _accepted(listener: socket.socket) -> bool:
 
 
 def _isolation_problems(facts: dict[str, Any], accepted: bool) -> list[str]:
+    return _namespace_problems(facts, accepted) + _plumbing_problems(facts)
+
+
+def _namespace_problems(facts: dict[str, Any], accepted: bool) -> list[str]:
     problems = []
     if facts.get("uid") == 0:
         problems.append("candidates run as uid 0")
@@ -326,20 +376,40 @@ def _isolation_problems(facts: dict[str, Any], accepted: bool) -> list[str]:
     return problems
 
 
-def _all(cases: Sequence[HiddenCase], status: Any, detail: str, wall: float) -> RunResult:
+def _plumbing_problems(facts: dict[str, Any]) -> list[str]:
+    """The filter, the harness's own processes and /dev (see sandbox/child/harness.py)."""
+    problems = []
+    if facts.get("seccomp") != "2":
+        problems.append("no seccomp filter is installed")
+    allowed = sorted(k for k, v in facts.get("denied", {}).items() if v is not True)
+    if allowed or not facts.get("denied"):
+        problems.append(f"system calls the seccomp filter must refuse are allowed: {allowed}")
+    if facts.get("init_readable"):
+        problems.append(f"the harness's own processes are reachable: {facts['init_readable']}")
+    if "/gradebox/harness.py" not in str(facts.get("init_cmdline", "")):
+        problems.append("PID 1 of the sandbox is not the harness (a foreign init holds its pipes)")
+    if facts.get("dev_writable") is not False:
+        problems.append("/dev is writable")
+    return problems
+
+
+def _all(cases: Sequence[Any], status: Any, detail: str, wall: float) -> RunResult:
     return RunResult(
         observations=tuple(Observation(status, detail=detail) for _ in cases), wall_s=wall
     )
 
 
+def _infra_message(exc: WorkerError) -> str:
+    """A bounded, printable infra message (ours; never text a candidate wrote)."""
+    text = str(exc)[:300]
+    return "".join(c if c.isprintable() else "?" for c in text)
+
+
 def _decode_reply(reply: dict[str, Any], n: int, wall: float) -> RunResult:
     raw = reply.get("obs")
     if not isinstance(raw, list) or len(raw) != n:
-        return RunResult(
-            observations=tuple(Observation("not_run") for _ in range(n)),
-            wall_s=wall,
-            infra_error="sandbox worker sent a reply of the wrong shape",
-        )
+        # The job process always sends one per case: this one was not from it.
+        return _all(range(n), "crash", "malformed sandbox reply", wall)
     return RunResult(
         observations=tuple(_decode_obs(o) for o in raw),
         stdout=_text(reply.get("stdout", ""), 1 << 20),
@@ -359,7 +429,8 @@ def _decode_obs(o: Any) -> Observation:
         return Observation("crash", detail="malformed observation")
     status = o.get("status")
     duration = o.get("duration_s", 0.0)
-    duration = float(duration) if isinstance(duration, int | float) else 0.0
+    ok = type(duration) in (int, float) and math.isfinite(duration) and duration >= 0
+    duration = min(float(duration), 1e6) if ok else 0.0
     detail = _text(o.get("detail", ""), 300)
     if status == "returned":
         try:

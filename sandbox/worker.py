@@ -1,10 +1,15 @@
-"""One sandbox worker: a zygote process inside the isolation, seen from the grader.
+"""One sandbox worker: the harness inside the isolation, seen from the grader.
 
 The grader side never trusts the worker: every read has a deadline, every frame
-a size cap, and anything unexpected ends the worker (the pool starts a fresh
-one). A worker that dies or goes silent while a candidate runs is the
-candidate's doing (``crash``/``timeout``); one that fails before or between
-candidates is an infrastructure error.
+a size cap and a fixed shape, and anything unexpected ends the worker (the pool
+starts a fresh one). Per job the worker sends exactly two frames: the job
+process's reply, then init's ``done`` (see ``sandbox/child/harness.py``).
+Bytes waiting before a job is sent, a reply that arrives before the job was
+fully written, or bytes after ``done`` mean something in the sandbox reached
+the pipes: the worker is discarded (:class:`WorkerTainted`). A worker that
+dies or goes silent while a candidate runs is the candidate's doing
+(``crash``/``timeout``); one that fails before or between candidates is an
+infrastructure error.
 """
 
 from __future__ import annotations
@@ -22,12 +27,12 @@ from concurrent.futures import Executor
 from dataclasses import asdict
 from typing import IO, Any
 
-from sandbox.backends import Launch
+from sandbox.backends import Launch, filter_pipe
 from sandbox.cgroups import CgroupTree
 from sandbox.errors import WorkerError
 from sandbox.types import Limits
 
-__all__ = ["Worker", "WorkerDied", "WorkerSilent"]
+__all__ = ["Worker", "WorkerDied", "WorkerSilent", "WorkerTainted"]
 
 _HDR = struct.Struct(">I")
 _READY_TIMEOUT_S = 20.0
@@ -40,6 +45,14 @@ class WorkerDied(WorkerError):
 
 class WorkerSilent(WorkerError):
     """The worker did not answer before its deadline."""
+
+
+class WorkerTainted(WorkerError):
+    """The pipes carried bytes nobody asked for before the job ran: replace the worker."""
+
+
+_DONE_TIMEOUT_S = 10.0
+_REPLY_KEYS = {"obs", "stdout", "stderr", "recycle"}
 
 
 class Worker:
@@ -59,10 +72,13 @@ class Worker:
         self._launch = launch
         self._cgroup = cgroup
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
+        self.recycle = False
+        fd = filter_pipe(launch.seccomp) if launch.seccomp is not None else None
         try:
             self._proc = spawner.submit(
                 subprocess.Popen,
-                launch.argv,
+                launch.command(fd),
+                pass_fds=() if fd is None else (fd,),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -76,20 +92,25 @@ class Worker:
             ).result()
         except (OSError, RuntimeError) as exc:  # RuntimeError: the sandbox is closing
             raise WorkerError(f"could not start a sandbox worker: {exc}") from exc
+        finally:
+            if fd is not None:
+                os.close(fd)
         if self._proc.stdin is None or self._proc.stdout is None:  # pragma: no cover
             raise WorkerError("sandbox worker started without pipes")
         self._in = self._proc.stdin.fileno()
         self._out = self._proc.stdout.fileno()
         os.set_blocking(self._out, False)
+        os.set_blocking(self._in, False)
         self._buf = bytearray()
         try:
             hello = self._read_frame(time.monotonic() + _READY_TIMEOUT_S)
         except WorkerError as exc:
             self.close()
             raise WorkerError(f"sandbox worker did not start: {exc}; {self.stderr_tail()}") from exc
-        if not hello.get("ready"):
+        if hello.get("ready") is not True:
             self.close()
-            raise WorkerError(f"sandbox worker refused to start: {hello.get('infra_error')}")
+            why = str(hello.get("infra_error"))[:100]
+            raise WorkerError(f"sandbox worker refused to start: {why}; {self.stderr_tail()}")
         self.python_version = str(hello.get("python", "?"))
         if cgroup is not None:
             try:
@@ -104,25 +125,53 @@ class Worker:
         return self._proc.poll() is None
 
     def serve(self, job: dict[str, Any], limits: Limits, grace_s: float = 3.0) -> dict[str, Any]:
-        """Send one candidate job and wait for its reply.
+        """Send one candidate job and wait for its reply and the sandbox's ``done``.
+
+        Returns the reply (``obs``, ``stdout``, ``stderr``); :attr:`recycle` says
+        whether the worker must be replaced afterwards.
 
         Raises:
+            WorkerTainted: Bytes were waiting before the job, or a reply came
+                before the job was fully written (nothing of this job ran yet).
             WorkerDied: The worker ended or broke protocol (the candidate did it).
             WorkerSilent: No reply within the candidate's limit plus ``grace_s``.
-            WorkerError: The zygote reported an internal failure.
+            WorkerError: The harness reported an internal failure.
         """
         job = dict(job, limits=asdict(limits))
         data = json.dumps(job, ensure_ascii=True, allow_nan=False).encode("ascii")
-        try:
-            os.write(self._in, _HDR.pack(len(data)))
-            _write_all(self._in, data)
-        except OSError as exc:
-            raise WorkerDied(f"worker gone before the job was sent: {exc}") from exc
+        if self._buf or _readable(self._out, 0.0):
+            raise WorkerTainted("bytes were waiting on the worker's pipe before the job")
+        self._send(_HDR.pack(len(data)) + data)
         deadline = time.monotonic() + limits.candidate_timeout_s + grace_s
         reply = self._read_frame(deadline)
         if "infra_error" in reply:
-            raise WorkerError(f"sandbox worker failed: {reply['infra_error']}")
+            raise WorkerError("sandbox worker refused the job")
+        if set(reply) != _REPLY_KEYS or not isinstance(reply["recycle"], bool):
+            raise WorkerDied("the job process ended without a proper reply")
+        done = self._read_frame(time.monotonic() + _DONE_TIMEOUT_S)
+        if set(done) != {"done", "clean"} or done["done"] is not True:
+            raise WorkerDied("the sandbox sent something other than done after the reply")
+        self.recycle = reply["recycle"] or done["clean"] is not True
+        if self._buf or _readable(self._out, 0.0):
+            self.recycle = True  # someone else wrote to the pipe: never trust it again
         return reply
+
+    def _send(self, data: bytes) -> None:
+        """Write a job, watching for an answer that must not come before it is all written."""
+        view = memoryview(data)
+        try:
+            while view:
+                r, w, _ = select.select([self._out], [self._in], [], 30.0)
+                if r:
+                    raise WorkerTainted("the worker answered before its job was fully written")
+                if not w:
+                    raise WorkerDied("worker stopped reading its job")
+                try:
+                    view = view[os.write(self._in, view[: 1 << 16]) :]
+                except BlockingIOError:
+                    continue
+        except OSError as exc:
+            raise WorkerDied(f"worker gone before the job was sent: {exc}") from exc
 
     def _read_frame(self, deadline: float) -> dict[str, Any]:
         while True:
@@ -183,11 +232,9 @@ class Worker:
             self._cgroup.remove()
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+def _readable(fd: int, timeout: float) -> bool:
+    ready, _, _ = select.select([fd], [], [], timeout)
+    return bool(ready)
 
 
 def _rmtree_force(path: str) -> None:

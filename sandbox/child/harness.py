@@ -1,42 +1,49 @@
-"""The zygote: a small warm process inside the isolation that forks one child per candidate.
+"""The zygote: a small warm process inside the isolation that serves candidates.
 
 Runs as ``python -I -S -B harness.py [--pidns]`` inside the backend's isolation,
-using the standard library only. The grader talks to it over stdin/stdout with
-length-prefixed JSON frames:
+using the standard library only. Three kinds of process, none of which ever
+holds data of an earlier job while a later candidate runs:
 
-* zygote -> grader, once: ``{"ready": true, "python": "3.11.2"}``
-* grader -> zygote, per candidate: ``{"code", "fn", "cases": [{"args", "kwargs",
-  "timeout_s"}], "limits": {...}}`` (arguments only: expected values never come here)
-* zygote -> grader, per candidate: ``{"obs": [...], "stdout", "stderr"}`` or
-  ``{"infra_error": "..."}`` followed by exit.
+* **init** (this script's first process; PID 1 of the sandbox's PID namespace
+  with bubblewrap's ``--as-pid-1``, so no bubblewrap init sits in the sandbox
+  holding the grader's pipes). It is non-dumpable, so same-uid code can neither
+  ptrace it, open its ``/proc/1/fd``, ``mem`` or ``environ``, nor duplicate its
+  descriptors; as a namespace's init it receives no signal it has no handler
+  for; it never reads a job. It forks one *job process* per job, waits for it,
+  then kills and reaps everything else in the namespace and checks that only
+  itself is left before it says the worker is clean.
+* **job process** (one per job, forked from init's clean heap, so it never
+  carries an earlier job or reply): reads one job from stdin, forks one child
+  per run of cases, keeps every clock itself, copies and validates each result
+  frame as it is published (:mod:`region`), kills the candidate's whole tree,
+  wipes the scratch dir, ``/tmp`` and ``/dev/shm``, writes the reply and exits.
+  It is a child subreaper, so orphans are its to reap.
+* **child**: drops into the candidate's limits, closes every descriptor but its
+  output pipes, runs the cases and appends one frame per case to the region.
 
-Per candidate the zygote forks a child, which drops into the candidate's
-limits (rlimits), closes every descriptor but its output pipes, runs the cases
-in order and appends each result as a frame to a shared memory region (a
-:class:`Region`, created by the zygote before the fork, so results written
-before a crash survive it and no case costs a system call or a wake-up). The
-zygote sleeps until the child exits or the running case's deadline passes,
-kills the child's whole process tree, reads the region, continues with a fresh
-child after a timeout or crash (until ``max_timeouts`` timeouts), and finally
-wipes the scratch dir, ``/tmp`` and ``/dev/shm`` so nothing is left for the
-next candidate.
+Protocol (length-prefixed JSON frames on stdin/stdout):
 
-The zygote is made non-dumpable, so candidate code (same uid) can neither
-ptrace it nor open its ``/proc/<pid>/fd`` or ``mem``. A candidate can still
-kill or stop it: the grader then sees a dead or silent worker, records the
-candidate's cases as ``crash``/``timeout`` and starts a fresh worker.
+* init -> grader, once: ``{"ready": true, "python": "3.11.2"}``
+* grader -> job process, per candidate: ``{"code", "fn", "cases": [{"args",
+  "kwargs", "timeout_s"}], "limits": {...}}`` (arguments only: expected values
+  never come here)
+* job process -> grader: ``{"obs": [...], "stdout", "stderr", "recycle"}`` or
+  ``{"infra_error": "bad_job"}``
+* init -> grader, after the job process ended and the namespace was swept:
+  ``{"done": true, "clean": bool}``; init exits when not clean.
 
-Whatever the child writes is only a claim about its own behaviour: results are
-values the candidate could have returned anyway, and they are compared with the
-expected values outside, where the candidate cannot reach.
+The system calls a candidate could use against these processes (``ptrace``,
+``process_vm_readv``, ``pidfd_getfd``, ``keyctl``...) are also refused by the
+seccomp filter the backend installs for the whole sandbox (none of these
+processes needs them).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
-import mmap
 import os
 import resource
 import selectors
@@ -46,13 +53,20 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-# -I leaves the script's own folder off sys.path; wire.py lives beside us.
+# -I leaves the script's own folder off sys.path; wire.py and region.py live beside us.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
     from sandbox.child import wire
+    from sandbox.child.region import (
+        FRAME_SLACK,
+        BadFrame,
+        Region,
+        check_frame,
+        check_load_error,
+    )
 else:
     import wire
-import contextlib
+    from region import FRAME_SLACK, BadFrame, Region, check_frame, check_load_error
 
 _HDR = struct.Struct(">I")
 _MAX_JOB = 64 * 1024 * 1024
@@ -60,8 +74,8 @@ _STOP_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 _CLEAN_DIRS = ("/tmp", "/dev/shm")
 _REGION_BYTES = 64 * 1024 * 1024
 _POLL_S = 0.05
-#: Deepest frame accepted: results are encoded at most 100 deep (wire.to_wire).
-_MAX_FRAME_DEPTH = 120
+#: Exit codes of the job process, read by init.
+EXIT_CLEAN, EXIT_DIRTY, EXIT_EOF, EXIT_BAD_JOB = 0, 10, 11, 12
 
 
 def write_frame(fd: int, obj: Any) -> None:
@@ -83,105 +97,6 @@ def read_exact(fd: int, n: int) -> bytes | None:
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
-
-
-# ---------------------------------------------------------------- results region
-
-
-class Region:
-    """Shared memory for one child's results: a header and length-prefixed JSON frames.
-
-    Header (little endian): ``seq`` (a seqlock: odd while the child updates it)
-    and ``offset`` (end of the published frames). The child keeps its own copies
-    of both, so a candidate scribbling on the region can only garble its own
-    results, which the zygote parses defensively. Nothing the child writes here
-    drives the clocks: the zygote times each case itself, from the moment it
-    sees the previous case's result published.
-    """
-
-    HEAD = struct.Struct("<qq")
-    DATA = 64
-    TAIL = 4096  # kept free for a short "too large" frame
-
-    def __init__(self, size: int) -> None:
-        self.mm = mmap.mmap(-1, size)  # anonymous and MAP_SHARED: survives the fork
-        self.size = size
-        self.seq = 0
-        self.off = self.DATA
-        self._publish()
-
-    def _publish(self) -> None:
-        self.HEAD.pack_into(self.mm, 0, self.seq + 1, self.off)
-        self.seq += 2
-        self.HEAD.pack_into(self.mm, 0, self.seq, self.off)
-
-    def append(self, obj: dict[str, Any]) -> None:
-        """Child: add one frame."""
-        data = json.dumps(obj, ensure_ascii=True, allow_nan=False).encode("ascii")
-        if self.off + 4 + len(data) > self.size - self.TAIL:
-            small: dict[str, Any] = {k: obj[k] for k in ("i", "duration_s") if k in obj}
-            small.update(status="unserializable", detail="results exceed the total limit")
-            data = json.dumps(small).encode("ascii")[: self.TAIL - 4]
-            if self.off + 4 + len(data) > self.size:
-                return
-        _HDR.pack_into(self.mm, self.off, len(data))
-        self.mm[self.off + 4 : self.off + 4 + len(data)] = data
-        self.off += 4 + len(data)
-        self._publish()
-
-    def published(self) -> int:
-        """Zygote: the end of the published frames (a consistent snapshot, clamped)."""
-        seq, off = self.HEAD.unpack_from(self.mm, 0)
-        for _ in range(1000):
-            if seq % 2 == 0 and self.HEAD.unpack_from(self.mm, 0)[0] == seq:
-                break
-            seq, off = self.HEAD.unpack_from(self.mm, 0)
-        return int(min(max(off, self.DATA), self.size))
-
-    def count(self) -> int:
-        """Zygote: how many complete frames are published (lengths only, no parsing)."""
-        end, pos, n = self.published(), self.DATA, 0
-        while pos + 4 <= end:
-            (size,) = _HDR.unpack_from(self.mm, pos)
-            if pos + 4 + size > end:
-                break
-            pos, n = pos + 4 + size, n + 1
-        return n
-
-    def frames(self) -> list[Any]:
-        """Zygote, after the child is dead: every frame in order; ``None`` for a bad one."""
-        end, out, pos = self.published(), [], self.DATA
-        while pos + 4 <= end:
-            (n,) = _HDR.unpack_from(self.mm, pos)
-            if pos + 4 + n > end:
-                break
-            try:
-                frame = json.loads(self.mm[pos + 4 : pos + 4 + n])
-            except (ValueError, RecursionError):
-                frame = None
-            out.append(frame if _depth_ok(frame, _MAX_FRAME_DEPTH) else None)
-            if out[-1] is None:
-                break
-            pos += 4 + n
-        return out
-
-    def close(self) -> None:
-        """Unmap the region."""
-        self.mm.close()
-
-
-def _depth_ok(obj: Any, limit: int) -> bool:
-    """True when ``obj`` nests no deeper than ``limit`` (iterative: no recursion)."""
-    stack = [(obj, 0)]
-    while stack:
-        o, d = stack.pop()
-        if d > limit:
-            return False
-        if isinstance(o, dict):
-            stack.extend((v, d + 1) for v in o.values())
-        elif isinstance(o, list):
-            stack.extend((v, d + 1) for v in o)
-    return True
 
 
 # ---------------------------------------------------------------- the child
@@ -337,9 +252,10 @@ def _child_entry(
     """Set up the forked child (descriptors, limits, signals) and run; never returns."""
     status = 0
     try:
+        signal.set_wakeup_fd(-1)  # the job process's; closed below
         os.setsid()
         with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # if memory runs out, we are the one to go, not the zygote
+            f.write("1000")  # if memory runs out, we are the one to go, not the harness
         # SIGPIPE/SIGXFSZ stay ignored, as in any Python program: a write past the
         # file-size limit raises OSError in the candidate instead of killing it.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
@@ -358,7 +274,7 @@ def _child_entry(
     os._exit(status)
 
 
-# ---------------------------------------------------------------- the zygote
+# ---------------------------------------------------------------- the job process
 
 
 class Capture:
@@ -381,20 +297,29 @@ class Capture:
         return s + (f"\n[... {self.dropped} bytes dropped]" if self.dropped else "")
 
 
-class Zygote:
-    """Serves candidates one at a time; see the module docstring."""
+class CandidateBroke(Exception):
+    """The candidate's processes could not be ended or cleaned up after: recycle."""
 
-    def __init__(self, pidns: bool, scratch: str) -> None:
+
+class Job:
+    """Serves one candidate inside a job process; see the module docstring."""
+
+    def __init__(self, pidns: bool, scratch: str, wake: int) -> None:
         self.pidns = pidns
         self.scratch = scratch
+        self.wake = wake  # read end of the SIGCHLD wake-up pipe
 
     # -- process tree control
     def kill_all(self, child: int) -> None:
         """Kill every process the candidate started and wait until they are gone.
 
         In a private PID namespace ``kill(-1)`` reaches every process but us and
-        init, whatever session or group it moved to. Without one (``none``
-        backend) only the child's process group is reachable: a known gap.
+        init, whatever session or group it moved to, and we are their subreaper.
+        Without one (``none`` backend) only the child's process group is
+        reachable: a known gap.
+
+        Raises:
+            CandidateBroke: Processes survived SIGKILL for seconds.
         """
         with contextlib.suppress(ProcessLookupError):
             if self.pidns:
@@ -403,35 +328,26 @@ class Zygote:
                 os.killpg(child, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(child, 0)  # SIGKILL cannot be caught: this returns promptly
-        self._reap()
+        reap()
         if not self.pidns:
             return
         deadline = time.monotonic() + 5.0
         me = os.getpid()
         while others := [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{len(others)} candidate processes survived SIGKILL")
+                raise CandidateBroke(f"{len(others)} candidate processes survived SIGKILL")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
-            self._reap()
+            reap()
             time.sleep(0.0005)
-
-    @staticmethod
-    def _reap() -> None:
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
 
     def wipe(self) -> bool:
         """Leave nothing for the next candidate; False when the worker must be replaced.
 
         Empties the scratch dir, ``/tmp`` and ``/dev/shm`` (iteratively: a deep tree
-        cannot exhaust our stack), clears the user keyrings, and checks System V
-        IPC, which only a fresh IPC namespace removes.
+        cannot exhaust our stack) and checks System V IPC, which only a fresh IPC
+        namespace removes. ``/dev`` itself is read-only; keyrings are unreachable
+        (the seccomp filter refuses every key system call).
         """
         dirs = [self.scratch] + (list(_CLEAN_DIRS) if self.pidns else [])
         try:
@@ -441,7 +357,6 @@ class Zygote:
             return False
         if not self.pidns:
             return True
-        _clear_keyrings()
         for kind in ("shm", "msg", "sem"):
             with open(f"/proc/sysvipc/{kind}") as f:
                 if len(f.read().splitlines()) > 1:
@@ -449,15 +364,21 @@ class Zygote:
         return True
 
     # -- one candidate
-    def serve(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Run every case of one candidate, restarting after timeouts and crashes."""
+    def serve(self, job: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Run every case of one candidate; return the reply and whether to recycle."""
         lim = job["limits"]
         n = len(job["cases"])
         run = _Run(job, time.monotonic() + lim["candidate_timeout_s"])
+        broke = False
         while run.next < n and not run.stopped:
-            self._run_child(run)
+            try:
+                self._run_child(run)
+            except CandidateBroke as exc:
+                run.fail_rest("crash", str(exc)[:200])
+                broke = True
         final = [o if o is not None else {"status": "not_run"} for o in run.obs]
-        return {"obs": final, "stdout": run.out.text(), "stderr": run.err.text()}
+        reply = {"obs": final, "stdout": run.out.text(), "stderr": run.err.text()}
+        return reply, broke
 
     def _run_child(self, run: _Run) -> None:
         """Fork one child for cases ``run.next..`` and record what became of them."""
@@ -470,18 +391,16 @@ class Zygote:
         for r, w in pipes.values():
             os.close(w)
             os.set_blocking(r, False)
-        pidfd = os.pidfd_open(pid)
         try:
-            timed_out = run.wait(pidfd, region, pipes["out"][0], pipes["err"][0])
+            ended = run.watch(pid, region, self.wake, pipes["out"][0], pipes["err"][0])
         finally:
             self.kill_all(pid)
-            # The tree is dead, so every write end is closed: drain to EOF, then judge.
+            # The tree is dead, so every write end is closed: drain to EOF.
             for fd, sink in ((pipes["out"][0], run.out), (pipes["err"][0], run.err)):
                 while chunk := _read_some(fd):
                     sink.feed(chunk)
                 os.close(fd)
-            os.close(pidfd)
-        run.record(region.frames(), timed_out)
+        run.settle(region, ended)
         region.close()
 
 
@@ -494,40 +413,78 @@ class _Run:
         self.n = len(job["cases"])
         self.obs: list[dict[str, Any] | None] = [None] * self.n
         self.out, self.err = Capture(lim["output_bytes"]), Capture(lim["output_bytes"])
+        self.max_frame = int(lim["result_bytes"]) + FRAME_SLACK
         self.budget_end = budget_end
         self.max_timeouts = int(lim.get("max_timeouts", 0))
         self.timeouts = 0
         self.next = 0
         self.stopped = False
+        self.since = 0.0  # our clock: when the running case started
+        self.fresh = True  # no frame yet from the current child
 
-    def wait(self, pidfd: int, region: Region, out_fd: int, err_fd: int) -> bool:
-        """Sleep until the child exits (False) or a deadline passes (True), draining output.
+    def deadline(self) -> float:
+        """When the running case (or the whole candidate) is out of time, on our clock."""
+        if self.next >= self.n:
+            return self.budget_end
+        limit = float(self.job["cases"][self.next]["timeout_s"])
+        return min(self.budget_end, self.since + limit)
 
-        Case ``k``'s clock starts on our own clock when we first see case ``k-1``'s
-        result published (the first case's at the fork, so module-level code counts
-        against it). The child cannot move that clock: it can only end a case early.
+    def take(self, region: Region) -> bool:
+        """Copy out and validate newly published frames; False when the child broke protocol.
+
+        Each frame is copied once, when we first see it, and the next case's clock
+        starts then: rewriting the region later changes neither a result nor a clock.
+        """
+        try:
+            frames = region.take(self.max_frame)
+        except BadFrame as exc:
+            self.fail_one("crash", str(exc))
+            return False
+        for raw in frames:
+            now = time.monotonic()
+            if self.fresh and (msg := check_load_error(raw)) is not None:
+                self.fail_rest("crash", msg)
+                self.stopped = True
+                return False
+            self.fresh = False
+            if self.next >= self.n:
+                self.fail_last("crash", "unexpected extra result frame")
+                return False
+            try:
+                self.obs[self.next] = check_frame(raw, self.next, now - self.since)
+            except BadFrame as exc:
+                self.fail_one("crash", str(exc))
+                return False
+            self.next += 1
+            self.since = now
+        return True
+
+    def watch(self, pid: int, region: Region, wake: int, out_fd: int, err_fd: int) -> str:
+        """Sleep until the child exits, breaks protocol or runs out of time, draining output.
+
+        Returns ``exited``, ``broke`` or ``timeout``.
         """
         sel = selectors.DefaultSelector()
-        sel.register(pidfd, selectors.EVENT_READ)
         sinks = {out_fd: self.out, err_fd: self.err}
-        for fd in sinks:
+        for fd in (wake, *sinks):
             sel.register(fd, selectors.EVENT_READ)
-        running, since = self.next, time.monotonic()
+        self.since, self.fresh = time.monotonic(), True
         try:
             while True:
+                if not self.take(region):
+                    return "broke"
+                if self.next >= self.n:
+                    return "exited"  # every case answered: nothing left to wait for
                 now = time.monotonic()
-                done = self.next + region.count()
-                if done > running:
-                    running, since = done, now
-                deadline = self.budget_end
-                if running < self.n:
-                    deadline = min(deadline, since + self.job["cases"][running]["timeout_s"])
-                if deadline <= now:
-                    return True
+                if self.deadline() <= now:
+                    return "timeout"
                 # Cases start without telling us (no wake-up per case): look again soon.
-                for key, _ in sel.select(min(deadline - now, _POLL_S)):
-                    if key.fd == pidfd:
-                        return False
+                for key, _ in sel.select(min(self.deadline() - now, _POLL_S)):
+                    if key.fd == wake:
+                        _read_some(wake)
+                        if _exited(pid):
+                            return "exited"
+                        continue
                     chunk = _read_some(key.fd)
                     if chunk:
                         sinks[key.fd].feed(chunk)
@@ -536,46 +493,67 @@ class _Run:
         finally:
             sel.close()
 
-    def record(self, frames: list[Any], timed_out: bool) -> None:
-        """Take the child's frames, then decide what ended it."""
-        for frame in frames:
-            if not isinstance(frame, dict):
-                self._fail("crash", "malformed result frame")
-                return
-            if "load_error" in frame:
-                detail = str(frame["load_error"])[:300]
-                for k in range(self.next, self.n):
-                    self.obs[k] = {"status": "crash", "detail": detail}
-                self.next, self.stopped = self.n, True
-                return
-            if type(frame.get("i")) is not int or frame["i"] != self.next or "status" not in frame:
-                self._fail("crash", "unexpected result frame")
-                return
-            self.obs[self.next] = frame
-            self.next += 1
-        if self.next >= self.n:
+    def settle(self, region: Region, ended: str) -> None:
+        """After the child's tree is dead: take its last frames, then decide what ended it."""
+        # After a timeout, what the child published past its deadline does not count.
+        if ended == "exited" and not self.take(region):
             return
-        if timed_out:
+        if self.next >= self.n or ended == "broke" or self.stopped:
+            return
+        if ended == "timeout":
             whole = time.monotonic() >= self.budget_end
-            self._fail("timeout", "candidate time limit" if whole else "case time limit")
+            self.fail_one("timeout", "candidate time limit" if whole else "case time limit")
             self.timeouts += 1
             if whole or 0 < self.max_timeouts <= self.timeouts:
                 self.stopped = True
         else:
-            self._fail("crash", "process died during the case")
+            self.fail_one("crash", "process died during the case")
 
-    def _fail(self, status: str, detail: str) -> None:
+    def fail_one(self, status: str, detail: str) -> None:
+        """Mark the running case."""
         if self.next < self.n:
             self.obs[self.next] = {"status": status, "detail": detail}
             self.next += 1
+
+    def fail_last(self, status: str, detail: str) -> None:
+        """An extra frame after the last case: the last case did not end cleanly."""
+        self.obs[self.n - 1] = {"status": status, "detail": detail}
+
+    def fail_rest(self, status: str, detail: str) -> None:
+        """Mark every case not yet decided and stop."""
+        for k in range(self.next, self.n):
+            self.obs[k] = {"status": status, "detail": detail}
+        self.next, self.stopped = self.n, True
+
+
+def _exited(pid: int) -> bool:
+    """Reap what has ended (we are a subreaper); True once ``pid`` is among them."""
+    seen = False
+    while True:
+        try:
+            got, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if got == 0:
+            return seen
+        seen = seen or got == pid
+
+
+def reap() -> None:
+    """Reap every child that has ended, without blocking."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _read_some(fd: int) -> bytes:
     try:
         return os.read(fd, 1 << 16)
-    except BlockingIOError:
-        return b""
-    except OSError:
+    except OSError:  # BlockingIOError included
         return b""
 
 
@@ -598,40 +576,124 @@ def _empty_dir(top: str) -> None:
                     os.unlink(entry.path)
 
 
-_KEYCTL = {"x86_64": 250, "aarch64": 219}
-_KEYCTL_CLEAR = 7
-_KEY_SPEC_USER_KEYRING = -4
-_KEY_SPEC_USER_SESSION_KEYRING = -5
+def job_main(pidns: bool, scratch: str) -> int:
+    """The job process: serve one job read from stdin; return its exit code."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    hdr = read_exact(0, 4)
+    if hdr is None:
+        return EXIT_EOF
+    (size,) = _HDR.unpack(hdr)
+    raw = read_exact(0, size) if size <= _MAX_JOB else None
+    if raw is None:
+        return EXIT_EOF
+    try:
+        job = json.loads(raw)
+        _check_job(job)
+    except (ValueError, KeyError, TypeError, RecursionError):
+        write_frame(1, {"infra_error": "bad_job"})
+        return EXIT_BAD_JOB
+    del raw
+    job_proc = Job(pidns, scratch, r)
+    reply, broke = job_proc.serve(job)
+    clean = not broke and job_proc.wipe()
+    reply["recycle"] = not clean
+    write_frame(1, reply)
+    return EXIT_CLEAN if clean else EXIT_DIRTY
 
 
-def _clear_keyrings() -> None:
-    """Empty the user keyrings, which outlive a candidate (same uid, same namespace)."""
-    nr = _KEYCTL.get(os.uname().machine)
-    if nr is None or _LIBC is None:
-        return
-    for ring in (_KEY_SPEC_USER_KEYRING, _KEY_SPEC_USER_SESSION_KEYRING):
-        _LIBC.syscall(nr, _KEYCTL_CLEAR, ring)
+def _check_job(job: Any) -> None:
+    """Raise when a job is not what the grader sends (a grader bug, never a candidate's)."""
+    if not isinstance(job, dict) or not isinstance(job["code"], str):
+        raise TypeError("job")
+    if not isinstance(job["fn"], str) or not isinstance(job["cases"], list):
+        raise TypeError("job")
+    for case in job["cases"]:
+        if not isinstance(case["timeout_s"], int | float):
+            raise TypeError("case")
+    for key in ("candidate_timeout_s", "output_bytes", "result_bytes", "memory_mb"):
+        if not isinstance(job["limits"][key], int | float):
+            raise TypeError("limits")
 
 
+# ---------------------------------------------------------------- init
+
+
+class Init:
+    """The first process: forks a job process per job and sweeps the namespace after it."""
+
+    def __init__(self, pidns: bool, scratch: str) -> None:
+        self.pidns = pidns
+        self.scratch = scratch
+
+    def loop(self) -> None:
+        """Serve jobs until stdin closes or the sandbox cannot be made clean."""
+        while True:
+            gc.freeze()
+            pid = os.fork()
+            if pid == 0:
+                code = EXIT_DIRTY
+                try:
+                    code = job_main(self.pidns, self.scratch)
+                finally:
+                    os._exit(code)
+            code = self._wait(pid)
+            if code == EXIT_EOF:
+                return
+            clean = code == EXIT_CLEAN and self.sweep()
+            write_frame(1, {"done": True, "clean": clean})
+            if not clean:
+                return  # the grader replaces us: a fresh sandbox is the only clean one
+
+    @staticmethod
+    def _wait(pid: int) -> int:
+        """Wait for the job process, reaping anything else that ends meanwhile."""
+        while True:
+            got, status = os.waitpid(-1, 0)
+            if got == pid:
+                return os.waitstatus_to_exitcode(status)
+
+    def sweep(self) -> bool:
+        """Kill and reap whatever is left in the namespace; True when only we remain."""
+        if not self.pidns:
+            reap()
+            return True
+        deadline = time.monotonic() + 5.0
+        while [p for p in os.listdir("/proc") if p.isdigit() and p != "1"]:
+            if time.monotonic() > deadline:
+                return False
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+            reap()
+            time.sleep(0.0005)
+        return True
+
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 _LIBC: Any = None
 
 
-def _nondumpable() -> None:
-    """PR_SET_DUMPABLE 0: same-uid code may not ptrace us or open our /proc files."""
-    global _LIBC  # noqa: PLW0603 - set once at zygote start, before any fork
-    libc = _LIBC = ctypes.CDLL(None, use_errno=True)
-    pr_set_dumpable = 4
-    if libc.prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+def _prctl(option: int, value: int) -> None:
+    if _LIBC.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
 def main() -> None:
-    """Serve candidates until stdin closes."""
+    """Start as init: make ourselves unreachable, say ready, then serve jobs."""
+    global _LIBC  # noqa: PLW0603 - set once at start, before any fork
     pidns = "--pidns" in sys.argv
-    if pidns and os.getpid() > 2:
-        write_frame(1, {"infra_error": "--pidns given but not in a fresh PID namespace"})
+    if pidns and os.getpid() != 1:
+        write_frame(1, {"infra_error": "not_pid_1"})
         return
-    _nondumpable()
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+    # Same-uid code may not ptrace us or open our /proc files (inherited by the
+    # job processes, which fork from us).
+    _prctl(_PR_SET_DUMPABLE, 0)
     # The child keeps these stream objects: fds 0-2 are swapped under them after the
     # fork, which saves building new ones per candidate. We never print through them.
     snapshot_exceptions()
@@ -639,26 +701,10 @@ def main() -> None:
         stream.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
     for sig in _STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    zygote = Zygote(pidns, os.getcwd())
+    # As PID 1, a signal with no handler is not delivered from inside the namespace.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     write_frame(1, {"ready": True, "python": sys.version.split()[0]})
-    while True:
-        hdr = read_exact(0, 4)
-        if hdr is None:
-            return
-        (size,) = _HDR.unpack(hdr)
-        raw = read_exact(0, size) if size <= _MAX_JOB else None
-        if raw is None:
-            return
-        try:
-            reply = zygote.serve(json.loads(raw))
-        except Exception as exc:
-            write_frame(1, {"infra_error": f"{type(exc).__name__}: {exc}"[:500]})
-            return
-        clean = zygote.wipe()
-        reply["recycle"] = not clean
-        write_frame(1, reply)
-        if not clean:
-            return  # the grader replaces us: a fresh sandbox is the only clean one
+    Init(pidns, os.getcwd()).loop()
 
 
 if __name__ == "__main__":

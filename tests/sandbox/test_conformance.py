@@ -823,6 +823,10 @@ _LEFTOVERS = [
     pytest.param("sysv_shm", marks=known_failure("none", _SHARED_IPC)),
     pytest.param("user_keyring", marks=known_failure("none", "shares the host's keyrings")),
     pytest.param(
+        "persistent_keyring", marks=known_failure("none", "shares the host's keyrings", run=False)
+    ),
+    pytest.param("dev_file", marks=known_failure("none", "/dev is the host's", run=False)),
+    pytest.param(
         "background_process",
         marks=known_failure(
             "none", "a setsid daemon leaves the process group that the none backend kills"
@@ -831,13 +835,25 @@ _LEFTOVERS = [
 ]
 
 
-#: Leftovers the sandbox refuses to create at all (RLIMIT_MSGQUEUE = 0), with the
-#: refusal the planting candidate observes (EMFILE).
-_REFUSED_AT_CREATION = {"posix_mqueue": "mq_open failed: errno 24"}
+#: Leftovers the sandbox refuses to create at all, per backend, with the refusal the
+#: planting candidate observes: RLIMIT_MSGQUEUE = 0 (EMFILE) everywhere, and under
+#: bwrap the seccomp filter (EPERM) for message queues, System V IPC and keys.
+_REFUSED_AT_CREATION = {
+    "none": {"posix_mqueue": "mq_open failed: errno 24"},
+    "bwrap": {
+        "posix_mqueue": "mq_open failed: errno 1",
+        "sysv_shm": "shmget failed: errno 1",
+        "user_keyring": "add_key failed: errno 1",
+        "persistent_keyring": "keyctl failed: errno 1",
+        "dev_file": "open failed: errno 30",
+    },
+}
 
 
 @pytest.mark.parametrize("kind", _LEFTOVERS)
-def test_nothing_left_for_the_next_candidate(fresh_sandbox: Any, kind: str) -> None:
+def test_nothing_left_for_the_next_candidate(
+    fresh_sandbox: Any, sandbox_backend: str, kind: str
+) -> None:
     sb = fresh_sandbox()  # one worker: both candidates run on it, one after the other
     marker = proc_marker()
     code = attack("leave_behind")
@@ -849,9 +865,10 @@ def test_nothing_left_for_the_next_candidate(fresh_sandbox: Any, kind: str) -> N
         )
         assert res1.observations[0].status == "returned", res1
         planted = res1.observations[0].value
-        if kind in _REFUSED_AT_CREATION and planted != "planted":
+        refused = _REFUSED_AT_CREATION[sandbox_backend]
+        if kind in refused and planted != "planted":
             # Prevention also keeps the promise: the sandbox refused to create it.
-            assert planted == _REFUSED_AT_CREATION[kind], planted
+            assert planted == refused[kind], planted
             return
         assert planted == "planted", planted
         res2, _ = run_bounded(sb, code, [make_case("look", kind, marker)], fn="look")
@@ -1020,3 +1037,115 @@ def test_honest_candidate_passes(shared_sandbox: Any, name: str) -> None:
     assert [g.outcome for g in got] == ["ok"] * len(cases), (got, res)
     if name == "print_a_lot":
         assert res.stdout.startswith("line 00000 "), res.stdout[:100]
+
+
+# ------------------------------------------- the harness's own plumbing (wave 2)
+#
+# These attacks are written against how this harness is built (see
+# sandbox/child/harness.py): the processes that hold the grader's pipes, the
+# heap candidates are forked from, and the shared results region.
+
+
+@known_failure(
+    "none", NO_ISOLATION + ": it would write into every host process's descriptors", run=False
+)
+def test_harness_processes_and_pipes_are_out_of_reach(fresh_sandbox: Any) -> None:
+    sb = fresh_sandbox()  # one worker: the forger and the honest candidate share it
+    cases = [make_case("f", 1, 2, expect=2), make_case("f", 1, 2, expect=2)]
+    res, _ = run_bounded(sb, attack("reach_harness"), cases)
+    assert res.infra_error is None, res.infra_error
+    assert [o.status for o in res.observations] == ["returned", "returned"], res
+    assert res.observations[0].value == [], (
+        f"the candidate reached the harness's processes or pipes: {res.observations[0].value}"
+    )
+    assert_still_grades(sb)
+
+
+@known_failure("none", NO_ISOLATION + ": no seccomp filter, ptrace of the host's PID 1", run=False)
+def test_x32_system_calls_do_not_bypass_the_filter(shared_sandbox: Any) -> None:
+    cases = [make_case("x32", 1, expect=[])]
+    res, _ = run_bounded(shared_sandbox, attack("reach_harness"), cases, fn="x32")
+    assert res.infra_error is None, res.infra_error
+    # Killed by the filter (crash) or refused: never an attached tracer.
+    got = res.observations[0]
+    assert got.status == "crash" or got.value == [], got
+
+
+@known_failure("none", "the none backend applies no seccomp filter", run=False)
+def test_seccomp_filter_refuses_calls_into_other_processes(shared_sandbox: Any) -> None:
+    probe = (
+        "import ctypes\n"
+        "def f(nrs):\n"
+        "    libc = ctypes.CDLL(None, use_errno=True)\n"
+        "    libc.syscall.restype = ctypes.c_long\n"
+        "    out = {}\n"
+        "    for name, nr in nrs.items():\n"
+        "        ctypes.set_errno(0)\n"
+        "        r = libc.syscall(ctypes.c_long(nr), ctypes.c_long(0), ctypes.c_long(0), 0, 0)\n"
+        "        out[name] = (r, ctypes.get_errno())\n"
+        "    return out\n"
+    )
+    nrs = {
+        "ptrace": 101,
+        "process_vm_readv": 310,
+        "pidfd_open": 434,
+        "pidfd_getfd": 438,
+        "keyctl": 250,
+        "add_key": 248,
+        "request_key": 249,
+        "perf_event_open": 298,
+        "bpf": 321,
+        "userfaultfd": 323,
+        "io_uring_setup": 425,
+        "unshare": 272,
+    }
+    res, _ = run_bounded(shared_sandbox, probe, [make_case("f", nrs)])
+    got = res.observations[0].value
+    assert isinstance(got, dict), res
+    allowed = {k: v for k, v in got.items() if v != (-1, 1)}
+    assert not allowed, f"not refused with EPERM: {allowed}"
+
+
+def test_no_candidate_sees_an_earlier_candidates_code_or_arguments(fresh_sandbox: Any) -> None:
+    sb = fresh_sandbox()
+    marker = proc_marker()
+    code = attack("heap_residue")
+    planted_code = code.replace("@@MARKER@@", "PLANTED-" + marker)
+    res1, _ = run_bounded(sb, planted_code, [make_case("plant", "PLANTED-" + marker)], fn="plant")
+    assert res1.observations[0].value == "planted", res1
+    res2, _ = run_bounded(sb, code, [make_case("scan", marker)], fn="scan")
+    assert res2.observations[0].status == "returned", res2
+    assert res2.observations[0].value == [], (
+        f"an earlier candidate's code or argument is in the next one's memory: "
+        f"{res2.observations[0].value}"
+    )
+
+
+_FORGED = {
+    "ahead": ["wrong", "wrong"],
+    "extra_frame": ["ok", "crash"],
+    "huge_duration": ["ok", "ok"],
+    "negative_duration": ["crash", "crash"],
+    "wrong_index": ["crash", "crash"],
+    "claim_status": ["crash", "crash"],
+    "oversized": ["crash", "crash"],
+    "header_backwards": ["wrong", "crash"],
+}
+
+
+@pytest.mark.parametrize("mode", sorted(_FORGED))
+def test_results_region_is_read_once_and_validated(shared_sandbox: Any, mode: str) -> None:
+    cases = [make_case("f", 1, mode, expect=2), make_case("f", 1, mode, expect=3)]
+    lim = replace(LIMITS, result_bytes=1 << 20)
+    res, elapsed = run_bounded(shared_sandbox, attack("forge_frames_v2"), cases, limits=lim)
+    assert_attack_reached_the_harness(res)
+    assert res.infra_error is None, (
+        f"a forged frame made the run an infra_error ({res.infra_error!r}): that hides a "
+        "failing candidate from pass@k"
+    )
+    assert outcomes(cases, res) == _FORGED[mode], res
+    assert elapsed <= LIMITS.case_timeout_s * 2 + CASE_GRACE_S, f"took {elapsed:.2f} s"
+    for obs in res.observations:
+        assert 0.0 <= obs.duration_s <= elapsed, obs
+    assert_valid_unicode(res)
+    assert_still_grades(shared_sandbox)

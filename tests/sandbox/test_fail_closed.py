@@ -21,9 +21,14 @@ class _Leaky(BwrapBackend):
 
     def launch(self, python, limits):
         launch = super().launch(python, limits)
-        if self.extra[0] == "drop":  # remove one option (and its arguments)
-            i = launch.argv.index(self.extra[1])
-            del launch.argv[i : i + int(self.extra[2])]
+        if self.extra[0] == "drop":  # remove options (each with its arguments)
+            for opt, n, *value in self.extra[1:]:
+                where = [
+                    k
+                    for k, a in enumerate(launch.argv)
+                    if a == opt and (not value or launch.argv[k + 1] == value[0])
+                ]
+                del launch.argv[where[-1] : where[-1] + n]
         else:
             i = launch.argv.index("--chdir")
             launch.argv[i:i] = self.extra
@@ -35,11 +40,15 @@ class _Leaky(BwrapBackend):
     [
         (["--share-net"], "loopback network is reachable"),
         (["--setenv", "OPENAI_API_KEY", "sk-test"], "environment not scrubbed"),
-        (["drop", "--remount-ro", "2"], "host paths are writable"),
-        (["drop", "--disable-userns", "1"], "nested user namespaces"),
+        (["drop", ("--remount-ro", 2, "/")], "host paths are writable"),
+        (["drop", ("--disable-userns", 1), ("--seccomp", 2)], "nested user namespaces"),
         (["--setenv", "HARMLESS_CONTROL", "1"], "environment not scrubbed"),
+        (["drop", ("--seccomp", 2)], "no seccomp filter is installed"),
+        (["drop", ("--as-pid-1", 1)], "refused to start: not_pid_1"),
+        (["drop", ("--remount-ro", 2, "/dev")], "/dev is writable"),
     ],
-    ids=["network", "env", "writable-root", "nested-userns", "any-env"],
+    ids=["network", "env", "writable-root", "nested-userns", "any-env", "no-seccomp",
+         "bwrap-init", "writable-dev"],
 )
 def test_self_check_refuses_a_leaky_sandbox(hole, message):
     sb = Sandbox(_Leaky(hole), find_python(), Limits(), 1)

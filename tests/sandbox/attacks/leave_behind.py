@@ -11,6 +11,10 @@ the same warm worker runs ``look(kind, marker)`` to find it:
 * ``posix_mqueue``: a POSIX message queue with a message in it (``mq_open``).
 * ``sysv_shm``: a System V shared-memory segment (``shmget``).
 * ``user_keyring``: a key in the kernel's per-user keyring (``add_key``).
+* ``persistent_keyring``: a key in the user namespace's persistent keyring
+  (``keyctl(KEYCTL_GET_PERSISTENT)``), which outlives every process.
+* ``dev_file``: a file in ``/dev`` (bubblewrap's ``/dev`` is a tmpfs the
+  harness never wiped).
 * ``background_process``: a ``setsid`` daemon (self-ending after 20 s) with
   the marker on its command line, also listening on an abstract Unix socket.
 * ``locked_dir``: a tree of files under a directory made ``chmod 000``.
@@ -32,6 +36,8 @@ _IPC_CREAT = 0o1000
 _KEY_SPEC_USER_KEYRING = -4
 _SYS_ADD_KEY, _SYS_REQUEST_KEY, _SYS_KEYCTL = 248, 249, 250  # x86_64
 _KEYCTL_READ = 11
+_KEYCTL_GET_PERSISTENT = 22
+_KEYCTL_SEARCH = 10
 
 _DAEMON = r"""
 import socket, sys, time
@@ -129,6 +135,22 @@ def plant(kind, marker):
         )
         if kid < 0:
             return f"add_key failed: errno {ctypes.get_errno()}"
+    elif kind == "persistent_keyring":
+        ring = libc.syscall(_SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
+        if ring < 0:
+            return f"keyctl failed: errno {ctypes.get_errno()}"
+        payload = marker.encode()
+        kid = libc.syscall(
+            _SYS_ADD_KEY, b"user", marker.encode(), payload, len(payload), ctypes.c_long(ring)
+        )
+        if kid < 0:
+            return f"add_key failed: errno {ctypes.get_errno()}"
+    elif kind == "dev_file":
+        try:
+            with open("/dev/" + marker, "w") as fh:
+                fh.write(marker)
+        except OSError as exc:
+            return f"open failed: errno {exc.errno}"
     elif kind == "background_process":
         if os.fork() == 0:
             try:
@@ -185,6 +207,16 @@ def look(kind, marker):
             buf = ctypes.create_string_buffer(64)
             n = libc.syscall(_SYS_KEYCTL, _KEYCTL_READ, ctypes.c_long(kid), buf, 64)
             found.append("key: " + buf.raw[: max(n, 0)].decode("ascii", "replace"))
+    if kind == "persistent_keyring":
+        ring = libc.syscall(_SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
+        if ring > 0:
+            kid = libc.syscall(
+                _SYS_KEYCTL, _KEYCTL_SEARCH, ctypes.c_long(ring), b"user", marker.encode(), 0
+            )
+            if kid > 0:
+                found.append("persistent key")
+    if kind == "dev_file" and os.path.lexists("/dev/" + marker):
+        found.append("/dev/" + marker)
     if kind == "background_process":
         for pid in (p for p in os.listdir("/proc") if p.isdigit()):
             try:

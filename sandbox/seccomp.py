@@ -1,0 +1,120 @@
+"""The seccomp filter every process in a bubblewrap sandbox runs under.
+
+Built on the host with libseccomp (through ``pyseccomp``) and handed to
+bubblewrap as a compiled BPF program (``--seccomp FD``), so it is in place
+before the first instruction of the harness runs and holds even if a
+candidate gets past the harness. It allows everything except the calls below,
+which fail with ``EPERM``:
+
+* reaching into another process: ``ptrace``, ``process_vm_readv``/``writev``,
+  ``pidfd_open``/``pidfd_getfd``/``pidfd_send_signal``, ``kcmp``,
+  ``process_madvise``;
+* kernel state that outlives a process: ``keyctl``, ``add_key``,
+  ``request_key`` (keyrings), System V IPC (``shmget``, ``msgget``,
+  ``semget``), POSIX message queues (``mq_open``);
+* large kernel attack surface no grading needs: ``perf_event_open``, ``bpf``,
+  ``userfaultfd``, ``io_uring_*``, namespaces and mounts (``unshare``,
+  ``setns``, ``mount`` and the new mount API, ``pivot_root``, ``chroot``),
+  handles (``open_by_handle_at``), modules, ``kexec``, ``reboot``, ``swapon``,
+  ``acct``, ``quotactl``, ``syslog``, ``iopl``/``ioperm``, ``personality``.
+
+System calls of any other architecture (the 32-bit and x32 ABIs on x86_64)
+kill the process: a filter for one ABI says nothing about the others.
+"""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+
+from sandbox.errors import IsolationUnavailable
+
+__all__ = ["DENIED", "compile_filter"]
+
+DENIED: tuple[str, ...] = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_open",
+    "pidfd_getfd",
+    "pidfd_send_signal",
+    "kcmp",
+    "process_madvise",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "shmget",
+    "msgget",
+    "semget",
+    "mq_open",
+    "perf_event_open",
+    "bpf",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "pivot_root",
+    "chroot",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "syslog",
+    "iopl",
+    "ioperm",
+    "personality",
+)
+"""System calls refused with ``EPERM`` (names unknown to this libseccomp are skipped)."""
+
+_HINT = (
+    "the sandbox needs libseccomp (Debian/Ubuntu: `apt-get install -y libseccomp2`) and the "
+    "pyseccomp package"
+)
+
+
+def compile_filter() -> bytes:
+    """Return the filter as a BPF program for the running architecture.
+
+    Raises:
+        IsolationUnavailable: libseccomp is missing or refuses the filter.
+    """
+    try:
+        import pyseccomp as sc  # noqa: PLC0415 - loads libseccomp; only the bwrap backend needs it
+    except (ImportError, OSError) as exc:
+        raise IsolationUnavailable(f"cannot build the seccomp filter: {exc}; {_HINT}") from exc
+    try:
+        filt = sc.SyscallFilter(sc.ALLOW)
+        filt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+        for name in DENIED:
+            try:
+                filt.add_rule(sc.ERRNO(errno.EPERM), name)
+            except (ValueError, OSError):
+                continue  # a call this architecture or libseccomp does not have
+        with tempfile.TemporaryFile() as fh:
+            filt.export_bpf(fh)
+            fh.seek(0)
+            program = fh.read()
+    except (OSError, RuntimeError) as exc:
+        raise IsolationUnavailable(f"cannot build the seccomp filter: {exc}; {_HINT}") from exc
+    if not program or len(program) % 8:
+        raise IsolationUnavailable(f"libseccomp produced no usable filter; {_HINT}")
+    return program
