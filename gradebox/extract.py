@@ -50,11 +50,15 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Contract", "Extraction", "extract"]
+__all__ = ["CANDIDATE_FILENAME", "Contract", "Extraction", "extract", "parse_quietly", "quiet"]
+
+CANDIDATE_FILENAME = "<candidate>"
+"""The file name candidate code is parsed and compiled under; its warnings are ignored."""
 
 Contract = Literal["ok", "no_code", "multiple_blocks", "multiple_functions", "missing_function"]
 """Whether the reply kept the task's code contract, and if not, how it broke it."""
@@ -258,10 +262,33 @@ def _missing(tree: ast.Module, fn: str, found: _Def | None) -> str:
 
 
 def _parse(code: str) -> ast.Module | None:
-    # Parsing can warn (invalid escapes); a library must not print.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
+    return parse_quietly(code)
+
+
+# Parsing warns (invalid escapes, ``x is 1``), and a library must not print; under
+# ``-W error`` a warning would even become a SyntaxError. warnings.catch_warnings()
+# swaps process-wide state and is not thread-safe, so instead one filter ignores
+# whatever is raised for the candidate's file name only, whichever thread parses.
+_QUIET_FILTER = ("ignore", None, Warning, re.compile(re.escape(CANDIDATE_FILENAME) + r"\Z"), 0)
+_QUIET_LOCK = threading.Lock()
+
+
+def quiet() -> None:
+    """Make sure parsing or compiling under :data:`CANDIDATE_FILENAME` never warns.
+
+    Idempotent and thread-safe; checked on every parse because a
+    ``catch_warnings()`` block elsewhere restores the filters it found.
+    """
+    if _QUIET_FILTER not in warnings.filters:
+        with _QUIET_LOCK:
+            if _QUIET_FILTER not in warnings.filters:
+                warnings.filterwarnings("ignore", module=_QUIET_FILTER[3].pattern)
+
+
+def parse_quietly(code: str) -> ast.Module | None:
+    """Parse candidate code without warnings; ``None`` when it does not parse."""
+    quiet()
+    try:
+        return ast.parse(code, filename=CANDIDATE_FILENAME)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

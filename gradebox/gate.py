@@ -25,11 +25,12 @@ hold when this check is bypassed or switched off (an empty ``banned``).
 from __future__ import annotations
 
 import ast
-import warnings
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from gradebox.extract import CANDIDATE_FILENAME, parse_quietly, quiet
 from static.claims import ClaimStatus, check_claim, find_claim
 
 __all__ = ["DEFAULT_BANNED", "GateResult", "SyntaxStatus", "check_syntax", "find_banned", "gate"]
@@ -100,8 +101,18 @@ def gate(
     syntax, syntax_detail = check_syntax(code)
     found = find_banned(code, banned) if syntax == "ok" else ()
     stated = claim if claim is not None else find_claim(claim_text)
-    status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
+    if stated is None:
+        status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
+    else:
+        # static.claims parses inside warnings.catch_warnings(), which swaps process-wide
+        # state: two at once can leave every warning silenced for good. Only a stated
+        # claim parses, so only those wait here (one parse of size-capped code).
+        with _CLAIM_PARSE:
+            status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
     return GateResult(syntax, syntax_detail, found, status, detail)
+
+
+_CLAIM_PARSE = threading.Lock()
 
 
 def check_syntax(code: str) -> tuple[SyntaxStatus, str]:
@@ -113,11 +124,9 @@ def check_syntax(code: str) -> tuple[SyntaxStatus, str]:
     Returns:
         ``("ok", "")`` or ``("error", detail)`` with a detail like ``line 3: invalid syntax``.
     """
+    quiet()  # SyntaxWarnings (``x is 1``) would be printed; a library must not print.
     try:
-        with warnings.catch_warnings():
-            # SyntaxWarnings (``x is 1``) would be printed; a library must not print.
-            warnings.simplefilter("ignore")
-            compile(code, "<candidate>", "exec", dont_inherit=True)
+        compile(code, CANDIDATE_FILENAME, "exec", dont_inherit=True)
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         return "error", f"{where}{exc.msg}"
@@ -167,9 +176,4 @@ def _within(module: str, entry: str) -> bool:
 
 
 def _parse(code: str) -> ast.Module | None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
+    return parse_quietly(code)

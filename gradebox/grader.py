@@ -13,22 +13,25 @@ verdict is settled once every stage has annotated a sample.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradebox.extract import extract
-from gradebox.gate import DEFAULT_BANNED, gate
+from gradebox.extract import Extraction, extract
+from gradebox.gate import DEFAULT_BANNED, GateResult, gate
 from gradebox.pipeline import CHUNK, Facts, Graded, Stage, finish, stream
 from sandbox.child.wire import to_wire
 from sandbox.compare import judge_case
 from sandbox.runner import Sandbox
 from sandbox.types import HiddenCase, Limits, Observation, PublicTask, RunResult
 
-__all__ = ["GradeConfig", "Grader", "Sample", "Task", "grade_all"]
+__all__ = ["MAX_TEXT", "Front", "GradeConfig", "Grader", "Sample", "Task", "grade_all", "infra_row"]
+
+MAX_TEXT = 500
+"""Longest free text a row carries (``detail``, ``infra_error``): they can name
+the candidate's own identifiers, or come from a worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,18 @@ class GradeConfig:
     its result goes on the row (``counterexample``) only with ``explain``."""
 
 
+@dataclass(frozen=True, slots=True)
+class Front:
+    """What extract and gate found for one sample, before the sandbox."""
+
+    extraction: Extraction
+    """The code and the contract check."""
+    gate: GateResult
+    """Syntax, banned imports and the claim check."""
+    started: float
+    """``time.perf_counter()`` when grading the sample began."""
+
+
 class Grader:
     """Grades samples against their tasks in a sandbox."""
 
@@ -85,9 +100,6 @@ class Grader:
         self.sandbox = sandbox
         self.tasks = tasks
         self.config = config
-        # extract/gate silence parser warnings with warnings.catch_warnings(), which
-        # is not thread-safe; they take microseconds, so serialise them.
-        self._front = threading.Lock()
 
     def banned_for(self, task: Task) -> tuple[str, ...]:
         """The import denylist that applies to ``task``."""
@@ -118,30 +130,44 @@ class Grader:
             }
         return None
 
-    def grade(self, sample: Sample) -> dict[str, Any]:
-        """Grade one sample without later stages and return its row (never raises for it)."""
-        return finish(self.grade_tests(sample), {})
+    def grade(self, sample: Sample, front: Front | None = None) -> dict[str, Any]:
+        """Grade one sample without later stages and return its row (never raises for it).
+
+        Args:
+            sample: The sample.
+            front: Its :meth:`front`, when the caller already ran it (under a time budget).
+        """
+        return finish(self.grade_cases(sample, front or self.front(sample)), {})
 
     def grade_tests(self, sample: Sample) -> Graded:
         """Extract, gate and run the hidden cases; the verdict waits for the later stages."""
+        return self.grade_cases(sample, self.front(sample))
+
+    def front(self, sample: Sample) -> Front:
+        """Extract and gate one sample: pure Python on its text, safe in any thread at once."""
         t0 = time.perf_counter()
+        pub = self.tasks[sample.fn].public
+        ext = extract(
+            reply=sample.reply,
+            code=sample.code,
+            fn=sample.fn,
+            helpers_allowed=bool(pub and pub.helpers_allowed),
+        )
+        g = gate(
+            ext.code,
+            fn=sample.fn,
+            banned=self.banned_for(self.tasks[sample.fn]),
+            claim_text=ext.claim_text,
+            claim=sample.claim,
+            allow_loops=bool(pub and pub.allow_loops),
+        )
+        return Front(ext, g, t0)
+
+    def grade_cases(self, sample: Sample, front: Front) -> Graded:
+        """Run the hidden cases of a sample that went through :meth:`front`."""
+        ext, g, t0 = front.extraction, front.gate, front.started
         task = self.tasks[sample.fn]
         pub = task.public
-        with self._front:
-            ext = extract(
-                reply=sample.reply,
-                code=sample.code,
-                fn=sample.fn,
-                helpers_allowed=bool(pub and pub.helpers_allowed),
-            )
-            g = gate(
-                ext.code,
-                fn=sample.fn,
-                banned=self.banned_for(task),
-                claim_text=ext.claim_text,
-                claim=sample.claim,
-                allow_loops=bool(pub and pub.allow_loops),
-            )
         contract_ok = ext.contract == "ok"
         run: RunResult | None = None
         if contract_ok and not g.fired:
@@ -167,13 +193,13 @@ class Grader:
             "gate": {"syntax": g.syntax, "banned": list(g.banned), "contract": ext.contract},
             "claim": g.claim,
             "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
-            "infra_error": run.infra_error if run else None,
+            "infra_error": run.infra_error[:MAX_TEXT] if run and run.infra_error else None,
             "static": None,
             "judge": None,
         }
         detail = ext.detail if not contract_ok else g.syntax_detail or g.claim_detail
         if detail:
-            row["detail"] = detail
+            row["detail"] = detail[:MAX_TEXT]
         if self.config.explain and run is not None:
             row["explain"] = _explain(task.cases, run)
             shrunk = self._counterexample(sample.fn, ext.code, task.cases, outcomes)
@@ -285,7 +311,7 @@ def infra_row(sample: Sample, message: str) -> dict[str, Any]:
         "gate": None,
         "claim": "none",
         "latency_ms": 0.0,
-        "infra_error": message[:500],
+        "infra_error": message[:MAX_TEXT],
         "static": None,
         "judge": None,
     }
