@@ -101,6 +101,63 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="Synchronous grades in flight over all tokens (429 above).",
 )
 @click.option(
+    "--body-timeout",
+    type=click.FloatRange(0.1, 3600),
+    default=20.0,
+    show_default=True,
+    help="Seconds to receive a request body (408 after; a slow body never holds a grade slot).",
+)
+@click.option(
+    "--parse-budget",
+    type=click.FloatRange(0.01, 600),
+    default=5.0,
+    show_default=True,
+    help="Seconds to parse and check a body, off the event loop (413 after).",
+)
+@click.option(
+    "--front-budget",
+    type=click.FloatRange(0.01, 600),
+    default=5.0,
+    show_default=True,
+    help="Seconds for extract and gate of one sample (then needs_review, not graded).",
+)
+@click.option(
+    "--max-code-chars",
+    type=click.IntRange(1),
+    default=128 * 1024,
+    show_default=True,
+    help="Longest reply or code of a sample (422 above).",
+)
+@click.option(
+    "--token-queue-runs",
+    type=click.IntRange(1),
+    default=8,
+    show_default=True,
+    help="Runs one token may have queued or running (429 above).",
+)
+@click.option(
+    "--token-queue-samples",
+    type=click.IntRange(1),
+    default=20_000,
+    show_default=True,
+    help="Ungraded samples one token may have queued (429 above).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.FloatRange(0),
+    default=600.0,
+    show_default=True,
+    help="Samples per minute one token may have graded per task, sustained; 0 = no limit. "
+    "It bounds how fast a client can learn hidden cases through rows and timing (429).",
+)
+@click.option(
+    "--rate-burst",
+    type=click.IntRange(1),
+    default=1_000,
+    show_default=True,
+    help="Samples of one task a token may have graded at once before --rate-limit applies.",
+)
+@click.option(
     "--case-timeout",
     type=click.FloatRange(0.01, 600),
     default=2.0,
@@ -139,6 +196,11 @@ def serve(**o: Any) -> None:
     left unfinished by a crash or a restart resume on start. SIGTERM stops
     accepting, lets samples in flight finish (or leaves them for the next
     start) and exits. /readyz is 503 until the sandbox passed its self-check.
+
+    What a grader token sees of a task's hidden cases is the task's disclosure,
+    set by the admin in PUT /v1/tasks/{fn}: "cases" (per-case outcomes), "counts"
+    (the default: how many passed, failed, timed out) or "verdict". Write-only
+    means never returned, not unlearnable: see the README.
 
     \b
     Example (a fresh database; prints an admin token once):
@@ -182,6 +244,14 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         grade_deadline_s=o["deadline"],
         per_token_concurrency=o["per_token_concurrency"],
         max_inflight_grades=o["max_inflight"],
+        body_timeout_s=o["body_timeout"],
+        parse_budget_s=o["parse_budget"],
+        front_budget_s=o["front_budget"],
+        max_code_chars=o["max_code_chars"],
+        token_queue_runs=o["token_queue_runs"],
+        token_queue_samples=o["token_queue_samples"],
+        rate_per_minute=o["rate_limit"],
+        rate_burst=o["rate_burst"],
     )
 
 

@@ -12,7 +12,11 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
   self-check; 503 until then and whenever it did not: fail closed).
 
 A grader token sees only its own runs: another token's run is 404, exactly as
-a run that does not exist.
+a run that does not exist. Of its rows it sees what the task's disclosure
+allows (:mod:`.rows`), and it may have graded at most so many samples per task
+and minute (:mod:`.quota`). Bodies are read within a time limit and parsed off
+the event loop within a budget (:mod:`.bodies`); grade slots and queue places
+are taken only once a body is read and checked.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import asyncio
 import json
 import logging
 import secrets
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -32,19 +37,15 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gradebox.rundiff import diff_runs
 from gradebox.service.auth import Principal, authenticate
+from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body, read_body
 from gradebox.service.config import ServiceConfig
 from gradebox.service.grading import GradingService
 from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
 from gradebox.service.problems import ApiError, Problem
+from gradebox.service.rows import shown
 from gradebox.service.state import ServiceState
-from gradebox.service.store import RunInfo
-from gradebox.service.validate import (
-    check_samples,
-    check_task,
-    parse_json,
-    parse_samples_body,
-    sample_from_json,
-)
+from gradebox.service.store import QuotaExceeded, RunInfo
+from gradebox.service.validate import CheckedTask, check_samples, check_task, sample_from_json
 from gradebox.summary import summarize
 from sandbox.runner import Sandbox
 
@@ -133,18 +134,8 @@ Admin = Annotated[Principal, Depends(_admin)]
 """An admin token (403 for a grader token)."""
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refusing (413) as soon as it is longer than ``limit``."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise ApiError(413, f"request body too large: at most {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ApiError(413, f"request body too large: at most {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _body(request: Request, state: ServiceState) -> bytes:
+    return await read_body(request, state.config.max_body_bytes, state.config.body_timeout_s)
 
 
 def _ready(state: ServiceState) -> GradingService:
@@ -178,10 +169,9 @@ def _task_routes(app: FastAPI, state: ServiceState) -> None:
     @app.put("/v1/tasks/{fn}", tags=["tasks"], openapi_extra=TASK_BODY)
     async def put_task(fn: str, request: Request, _who: Admin) -> dict[str, Any]:
         """Register or replace a task. Hidden cases are write-only: nothing returns them."""
-        body = parse_json(await _read_body(request, state.config.max_body_bytes))
-        c = state.config
-        task = check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
-        revision = state.store.put_task(fn, task.public, task.hidden, task.limits)
+        raw = await _body(request, state)
+        task = await off_loop(_checked_task, state, fn, raw, limiter=state.parsers)
+        revision = state.store.put_task(fn, task.public, task.hidden, task.limits, task.disclosure)
         _log.info("task %s: revision %d (%d hidden cases)", fn, revision, len(task.hidden))
         return {"fn": fn, "revision": revision, "cases": len(task.hidden)}
 
@@ -198,29 +188,73 @@ def _task_routes(app: FastAPI, state: ServiceState) -> None:
 
 
 def _grade_routes(app: FastAPI, state: ServiceState) -> None:
-    @app.post("/v1/grade", tags=["grade"], openapi_extra=GRADE_BODY)
+    @app.post(
+        "/v1/grade",
+        tags=["grade"],
+        openapi_extra=GRADE_BODY,
+        responses={408: {"description": "Body too slow"}, 429: {"description": "Rate limit"}},
+    )
     async def grade(request: Request, who: Who) -> dict[str, Any]:
-        """Grade one sample now and return its row (hidden cases named by index only)."""
+        """Grade one sample now and return its row, as far as the task's disclosure allows."""
         grading = _ready(state)
-        state.acquire(who.token_id)
-        released = False
+        raw = await _body(request, state)
+        sample = await off_loop(_one_sample, state, raw, limiter=state.parsers)
+        wanted = {sample["fn"]: 1}
+        state.rate.take(who.token_id, wanted)
         try:
-            body = parse_json(await _read_body(request, state.config.max_body_bytes))
-            [sample] = check_samples([body], numbered=False)
-            _known_tasks(state, [sample], numbered=False)
-            future = state.pool.submit(grading.grade, sample_from_json(sample))
-            future.add_done_callback(lambda _f: state.release(who.token_id))
-            released = True
-            try:
-                row: dict[str, Any] = await asyncio.wait_for(
-                    asyncio.wrap_future(future), state.config.grade_deadline_s
-                )
-            except TimeoutError as exc:
-                raise ApiError(504, "grading did not finish within the deadline") from exc
-            return row
-        finally:
-            if not released:
-                state.release(who.token_id)
+            state.slots.acquire(who.token_id)  # only now: a slow body never holds a slot
+        except ApiError:
+            state.rate.give_back(who.token_id, wanted)
+            raise
+        future = state.pool.submit(grading.grade, sample_from_json(sample))
+        future.add_done_callback(lambda _f: state.slots.release(who.token_id))
+        try:
+            row: dict[str, Any] = await asyncio.wait_for(
+                asyncio.wrap_future(future), state.config.grade_deadline_s
+            )
+        except TimeoutError as exc:
+            raise ApiError(504, "grading did not finish within the deadline") from exc
+        return shown(row, admin=who.is_admin)
+
+
+def _checked_task(state: ServiceState, fn: str, raw: bytes) -> CheckedTask:
+    c = state.config
+    body = parse_json(raw, Budget(c.parse_budget_s))
+    return check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
+
+
+def _one_sample(state: ServiceState, raw: bytes) -> dict[str, Any]:
+    """Parse and check a grade body (in a worker thread)."""
+    body = parse_json(raw, Budget(state.config.parse_budget_s))
+    [sample] = check_samples([body], numbered=False)
+    _known_tasks(state, [sample], numbered=False)
+    _short_enough(state, [sample], numbered=False)
+    return sample
+
+
+def _run_samples(state: ServiceState, raw: bytes) -> list[dict[str, Any]]:
+    """Parse and check a run body (in a worker thread), stopping one sample past the cap."""
+    c = state.config
+    budget = Budget(c.parse_budget_s)
+    items = parse_samples_body(raw, max_items=c.max_samples_per_run, budget=budget)
+    if not items:
+        raise ApiError(422, "no samples", [Problem("", "must hold at least one sample")])
+    samples = check_samples(items, numbered=True, tick=budget.tick)
+    _known_tasks(state, samples, numbered=True)
+    _short_enough(state, samples, numbered=True)
+    return samples
+
+
+def _short_enough(state: ServiceState, samples: list[dict[str, Any]], *, numbered: bool) -> None:
+    most = state.config.max_code_chars
+    problems = [
+        Problem(f"/{i}/{key}" if numbered else f"/{key}", f"longer than {most} characters")
+        for i, s in enumerate(samples)
+        for key in ("reply", "code")
+        if len(s.get(key) or "") > most
+    ]
+    if problems:
+        raise ApiError(422, "sample too long", problems)
 
 
 def _known_tasks(state: ServiceState, samples: list[dict[str, Any]], *, numbered: bool) -> None:
@@ -244,22 +278,27 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
             raise ApiError(404, "not found")  # never confirm another token's run exists
         return info
 
-    @app.post("/v1/runs", tags=["runs"], status_code=202, openapi_extra=RUN_BODY)
+    @app.post(
+        "/v1/runs",
+        tags=["runs"],
+        status_code=202,
+        openapi_extra=RUN_BODY,
+        responses={408: {"description": "Body too slow"}, 429: {"description": "Quota"}},
+    )
     async def submit(request: Request, who: Who) -> dict[str, Any]:
         """Queue a batch (JSON array or JSON Lines); returns the run id at once."""
         _ready(state)
-        _queue_space(state)
-        c = state.config
-        items = parse_samples_body(await _read_body(request, c.max_body_bytes))
-        if len(items) > c.max_samples_per_run:
-            raise ApiError(413, f"too many samples: at most {c.max_samples_per_run} per run")
-        if not items:
-            raise ApiError(422, "no samples", [Problem("", "must hold at least one sample")])
-        samples = check_samples(items, numbered=True)
-        _known_tasks(state, samples, numbered=True)
-        _queue_space(state)  # again: other runs may have come in while the body was read
+        _queue_space(state, who.token_id)  # before reading: a full queue costs no parsing
+        raw = await _body(request, state)
+        samples = await off_loop(_run_samples, state, raw, limiter=state.parsers)
+        wanted = Counter(s["fn"] for s in samples)
+        state.rate.take(who.token_id, wanted)
         run_id = secrets.token_hex(12)
-        state.store.add_run(run_id, who.token_id, samples)
+        try:
+            await off_loop(_add_run, state, run_id, who.token_id, samples, limiter=state.parsers)
+        except ApiError:
+            state.rate.give_back(who.token_id, wanted)
+            raise
         state.wake_worker()
         _log.info("run %s: queued (%d samples)", run_id, len(samples))
         return {"id": run_id, "status": "queued", "total": len(samples)}
@@ -268,22 +307,24 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
     async def status(run_id: str, who: Who) -> dict[str, Any]:
         """Status, progress and (over the results so far) the summary."""
         info = visible(run_id, who)
-        rows = list(state.store.results(run_id)) if info.done else []
-        return _run_json(info) | {"summary": summarize(rows) if rows else None}
+        summary = None
+        if info.done:
+            summary = await off_loop(_summary, state, run_id, who, limiter=state.parsers)
+        return _run_json(info) | {"summary": summary}
 
     @app.get("/v1/runs/{run_id}/results", tags=["runs"])
     async def results(run_id: str, who: Who) -> StreamingResponse:
         """The finished rows so far, in sample order, as JSON Lines (results.jsonl)."""
         visible(run_id, who)
-        return StreamingResponse(_jsonl(state, run_id), media_type="application/jsonl")
+        rows = _jsonl(state, run_id, admin=who.is_admin)
+        return StreamingResponse(rows, media_type="application/jsonl")
 
     @app.get("/v1/runs/{old}/diff/{new}", tags=["runs"])
     async def diff(old: str, new: str, who: Who) -> dict[str, Any]:
         """What newly fails, newly passes or changed from run ``old`` to run ``new``."""
         visible(old, who)
         visible(new, who)
-        store = state.store
-        return diff_runs(list(store.results(old)), list(store.results(new))).to_json()
+        return await off_loop(_diff, state, old, new, who, limiter=state.parsers)
 
     @app.delete("/v1/runs/{run_id}", tags=["runs"])
     async def cancel(run_id: str, who: Who) -> dict[str, Any]:
@@ -296,10 +337,57 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         return _run_json(info)
 
 
-def _queue_space(state: ServiceState) -> None:
-    if state.store.unfinished_runs() >= state.config.queue_size:
-        retry = str(state.config.run_retry_after_s)
-        raise ApiError(429, "the run queue is full", headers={"Retry-After": retry})
+def _queue_space(state: ServiceState, token_id: str) -> None:
+    c = state.config
+    if state.store.unfinished_runs() >= c.queue_size:
+        raise _queue_full("the run queue is full", c.run_retry_after_s)
+    runs, waiting = state.store.queued_by(token_id)
+    if runs >= c.token_queue_runs or waiting >= c.token_queue_samples:
+        raise _queue_full("this token's queue quota is full", c.run_retry_after_s)
+
+
+def _queue_full(detail: str, retry_after: int) -> ApiError:
+    return ApiError(429, detail, headers={"Retry-After": str(retry_after)})
+
+
+def _add_run(state: ServiceState, run_id: str, owner: str, samples: list[dict[str, Any]]) -> None:
+    c = state.config
+    if state.store.unfinished_runs() >= c.queue_size:  # runs may have come in meanwhile
+        raise _queue_full("the run queue is full", c.run_retry_after_s)
+    try:
+        state.store.add_run(
+            run_id,
+            owner,
+            samples,
+            max_runs=c.token_queue_runs,
+            max_samples=c.token_queue_samples,
+        )
+    except QuotaExceeded as exc:
+        raise _queue_full(f"this token's queue quota is full: {exc}", c.run_retry_after_s) from exc
+
+
+def _rows(state: ServiceState, run_id: str, who: Principal) -> list[dict[str, Any]]:
+    return [shown(row, admin=who.is_admin) for row in state.store.results(run_id)]
+
+
+_PER_CASE_SUMMARY = ("with_timeouts", "with_errors", "with_crashes")
+
+
+def _summary(state: ServiceState, run_id: str, who: Principal) -> dict[str, Any] | None:
+    rows = _rows(state, run_id, who)
+    if not rows:
+        return None
+    if all("outcomes" in r for r in rows):
+        return summarize(rows)
+    # Some rows withhold their cases: summarise verdicts only, and say so with nulls.
+    blank: dict[str, Any] = {"outcomes": [], "timeouts": []}
+    summary = summarize([blank | r for r in rows])
+    return summary | dict.fromkeys(_PER_CASE_SUMMARY)
+
+
+def _diff(state: ServiceState, old: str, new: str, who: Principal) -> dict[str, Any]:
+    result: dict[str, Any] = diff_runs(_rows(state, old, who), _rows(state, new, who)).to_json()
+    return result
 
 
 def _run_json(info: RunInfo) -> dict[str, Any]:
@@ -314,6 +402,6 @@ def _run_json(info: RunInfo) -> dict[str, Any]:
     }
 
 
-def _jsonl(state: ServiceState, run_id: str) -> Iterator[str]:
-    for row in state.store.results(run_id):
-        yield json.dumps(row, ensure_ascii=False) + "\n"
+def _jsonl(state: ServiceState, run_id: str, *, admin: bool) -> Iterator[str]:
+    for row in state.store.results(run_id):  # a sync iterator: Starlette runs it in a thread
+        yield json.dumps(shown(row, admin=admin), ensure_ascii=False) + "\n"

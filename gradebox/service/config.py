@@ -4,10 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from sandbox.types import Limits
 
-__all__ = ["ServiceConfig"]
+__all__ = ["DEFAULT_DISCLOSURE", "DISCLOSURES", "Disclosure", "ServiceConfig"]
+
+Disclosure = Literal["cases", "counts", "verdict"]
+"""What a grader token sees of a task's hidden cases in its rows (set per task by the admin).
+
+- ``cases``: per-case outcomes (``outcomes``, ``failed``, ``timeouts``) and exact latency;
+- ``counts``: only how many cases passed, failed and timed out; latency to 0.1 s;
+- ``verdict``: only the verdict and its reason; no latency.
+"""
+DISCLOSURES: tuple[Disclosure, ...] = ("cases", "counts", "verdict")
+"""Every disclosure, most to least."""
+DEFAULT_DISCLOSURE: Disclosure = "counts"
+"""For a task registered without one. Per-case outcomes let a client that submits
+code read a hidden argument a bit per case per submission, so they are the admin's
+explicit choice; counts still say how close a candidate came."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +59,22 @@ class ServiceConfig:
     """``Retry-After`` when the run queue is full."""
     shutdown_grace_s: float = 30.0
     """How long shutdown waits for samples in flight before leaving them for resume."""
+    body_timeout_s: float = 20.0
+    """Longest time to receive a request body (408 after): a slow client holds nothing longer."""
+    parse_budget_s: float = 5.0
+    """Longest time to parse and check a body, off the event loop (413 after)."""
+    front_budget_s: float = 5.0
+    """Longest time extract and gate may take for one sample (then it is not graded)."""
+    token_queue_runs: int = 8
+    """Runs one token may have queued or running (429 above)."""
+    token_queue_samples: int = 20_000
+    """Ungraded samples one token may have queued (429 above)."""
+    rate_per_minute: float = 600.0
+    """Samples one token may have graded per minute and task, sustained (0: no limit)."""
+    rate_burst: int = 1_000
+    """Samples one token may have graded at once per task, before the rate applies (429)."""
+    max_code_chars: int = 128 * 1024
+    """Longest ``reply`` or ``code`` of a sample (422 above). The parser holds the GIL
+    for a whole parse (~0.1 s at this size), stalling every other thread meanwhile."""
+    max_row_bytes: int = 64 * 1024
+    """Largest result row stored or served; longer free text is cut first."""

@@ -3,60 +3,97 @@
 The service grades hidden tests only (no static layers, no judge): a gate for
 code suggestions needs an answer in milliseconds, and rows then never depend
 on an outside model. Rows name hidden cases by index only (``explain`` is
-never set), so no hidden value can reach a client through a row.
+never set), so no hidden value can reach a client through a row; what a
+grader token sees of them is its task's disclosure (:mod:`.rows`).
+
+Extract and gate run in a thread of their own per sample, under a time
+budget, with no lock shared between tasks: a sample that is slow to check
+costs its own thread, not everyone's grading.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from gradebox.grader import GradeConfig, Grader, Sample, infra_row
+from gradebox.grader import Front, GradeConfig, Grader, Sample, infra_row
+from gradebox.service.config import ServiceConfig
+from gradebox.service.rows import cap_row, public_infra
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
-from sandbox.types import Limits
 
 __all__ = ["GradingService", "infra_row"]
+
+_BUDGET_MESSAGE = "extract and gate did not finish within their time budget"
 
 
 class GradingService:
     """Grades one sample at a time against a stored task; thread-safe."""
 
-    def __init__(self, store: Store, sandbox: Sandbox, limits: Limits) -> None:
-        """Grade in ``sandbox`` with ``limits`` unless a task lowers them."""
+    def __init__(self, store: Store, sandbox: Sandbox, config: ServiceConfig) -> None:
+        """Grade in ``sandbox`` with the server's limits unless a task lowers them."""
         self._store = store
         self._sandbox = sandbox
-        self._limits = limits
-        self._graders: dict[str, tuple[int, Grader]] = {}
+        self._config = config
+        self._graders: dict[str, tuple[int, Grader, str]] = {}
         self._lock = threading.Lock()
-        # Grader serialises its parser-warning handling (not thread-safe) with a
-        # per-instance lock; every grader here shares one so that still holds.
-        self._front = threading.Lock()
 
     def grade(self, sample: Sample) -> dict[str, Any]:
-        """Grade one sample and return its row (an infra row if its task is gone)."""
-        grader = self._grader(sample.fn)
-        if grader is None:
-            return infra_row(sample, "task is not registered")
-        return grader.grade(sample)
+        """Grade one sample and return its row as stored (an infra row if its task is gone)."""
+        found = self._grader(sample.fn)
+        if found is None:
+            return self.finish(infra_row(sample, "task is not registered"), "verdict")
+        grader, disclosure = found
+        front = _within(grader.front, sample, self._config.front_budget_s)
+        if front is None:
+            return self.finish(infra_row(sample, _BUDGET_MESSAGE), disclosure)
+        return self.finish(grader.grade(sample, front), disclosure)
 
-    def _grader(self, fn: str) -> Grader | None:
+    def finish(self, row: dict[str, Any], disclosure: str) -> dict[str, Any]:
+        """The row as stored: a fixed infra message, capped, with its task's disclosure."""
+        row = cap_row(public_infra(row, "grade"), self._config.max_row_bytes)
+        row["disclosure"] = disclosure or "verdict"
+        return row
+
+    def _grader(self, fn: str) -> tuple[Grader, str] | None:
         revision = self._store.task_revision(fn)
         if revision is None:
             return None
         with self._lock:
             cached = self._graders.get(fn)
             if cached is not None and cached[0] == revision:
-                return cached[1]
+                return cached[1], cached[2]
         stored = self._store.task(fn)
         if stored is None:
             return None
         task = build_task(fn, stored.public, stored.hidden)
-        config = GradeConfig(limits=replace(self._limits, **stored.limits))
+        config = GradeConfig(limits=replace(self._config.limits, **stored.limits))
         grader = Grader(self._sandbox, {fn: task}, config)
-        grader._front = self._front  # see __init__
         with self._lock:
-            self._graders[fn] = (stored.revision, grader)
-        return grader
+            self._graders[fn] = (stored.revision, grader, stored.disclosure)
+        return grader, stored.disclosure
+
+
+def _within(front: Callable[[Sample], Front], sample: Sample, budget: float) -> Front | None:
+    """``front(sample)`` in a thread of its own; ``None`` when it takes longer than ``budget``.
+
+    Pure Python cannot be interrupted: a thread past its budget runs on to its
+    end (bounded: sample text is capped by the schema) and its result is dropped.
+    """
+    future: Future[Front] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(front(sample))
+        except BaseException as exc:  # handed to the waiting thread, which re-raises
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="gradebox-front", daemon=True).start()
+    try:
+        return future.result(timeout=budget)
+    except TimeoutError:
+        return None

@@ -47,6 +47,12 @@ def _task() -> dict[str, Any]:
                 "items": hidden,
                 "description": "hidden.jsonl lines (fn defaults to the path's). Write-only.",
             },
+            "disclosure": {
+                "enum": ["cases", "counts", "verdict"],
+                "default": "counts",
+                "description": "What grader tokens see of the hidden cases: per-case outcomes "
+                "(cases), how many passed, failed and timed out (counts), or the verdict only.",
+            },
             "limits": {
                 "type": "object",
                 "additionalProperties": False,

@@ -6,9 +6,12 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import anyio
+
 from gradebox.service.config import ServiceConfig
 from gradebox.service.grading import GradingService
 from gradebox.service.problems import ApiError
+from gradebox.service.quota import GradeSlots, RateLimiter
 from gradebox.service.store import Store
 from gradebox.service.worker import RunWorker
 from sandbox.runner import Sandbox, open_sandbox
@@ -31,11 +34,23 @@ class ServiceState:
         self._worker: RunWorker | None = None
         self._closing = False
         self._lock = threading.Lock()
-        self._inflight: dict[str, int] = {}
-        self._total = 0
+        self.slots = GradeSlots(
+            config.per_token_concurrency, config.max_inflight_grades, config.retry_after_s
+        )
+        """Synchronous grades in flight."""
+        self.rate = RateLimiter(config.rate_per_minute, config.rate_burst)
+        """Samples graded per token and task."""
         self.pool = ThreadPoolExecutor(
             config.max_inflight_grades, thread_name_prefix="gradebox-sync"
         )
+        self._parsers: anyio.CapacityLimiter | None = None
+
+    @property
+    def parsers(self) -> anyio.CapacityLimiter:
+        """Threads for parsing and checking bodies and reading big results off the event loop."""
+        if self._parsers is None:  # bound to the running event loop, so made on first use
+            self._parsers = anyio.CapacityLimiter(8)
+        return self._parsers
 
     @property
     def store(self) -> Store:
@@ -82,7 +97,7 @@ class ServiceState:
 
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
-        self._grading = GradingService(self.store, sandbox, self.config.limits)
+        self._grading = GradingService(self.store, sandbox, self.config)
         _log.info("sandbox ready (isolation: %s)", sandbox.backend)
         if self._worker is not None:
             self._worker.wake()
@@ -103,29 +118,3 @@ class ServiceState:
             self._sandbox.close()
         if self._store is not None:
             self._store.close()
-
-    def acquire(self, token_id: str) -> None:
-        """Take a synchronous-grade slot for a token.
-
-        Raises:
-            ApiError: 429 when the token or the server has too many grades in flight.
-        """
-        c = self.config
-        with self._lock:
-            mine = self._inflight.get(token_id, 0)
-            if mine >= c.per_token_concurrency or self._total >= c.max_inflight_grades:
-                raise ApiError(
-                    429, "too many grades in flight", headers={"Retry-After": str(c.retry_after_s)}
-                )
-            self._inflight[token_id] = mine + 1
-            self._total += 1
-
-    def release(self, token_id: str) -> None:
-        """Give a slot back (when the grade really finished, not at its deadline)."""
-        with self._lock:
-            self._total -= 1
-            left = self._inflight.get(token_id, 1) - 1
-            if left:
-                self._inflight[token_id] = left
-            else:
-                self._inflight.pop(token_id, None)

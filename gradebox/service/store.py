@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["RunInfo", "RunStatus", "Store", "StoredTask", "TokenRecord"]
+__all__ = ["QuotaExceeded", "RunInfo", "RunStatus", "Store", "StoredTask", "TokenRecord"]
 
 RunStatus = Literal["queued", "running", "done", "cancelled"]
 """A run's life: queued -> running -> done, or cancelled from either."""
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     hidden TEXT NOT NULL,
     limits TEXT NOT NULL,
     revision INTEGER NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    disclosure TEXT NOT NULL DEFAULT 'counts'
 );
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -59,9 +60,14 @@ CREATE TABLE IF NOT EXISTS samples (
     row TEXT,
     PRIMARY KEY (run_id, idx)
 );
+CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (status, owner, created);
 """
 
 _UNFINISHED = ("queued", "running")
+
+
+class QuotaExceeded(Exception):
+    """A run would take its token past a queue quota; raised by :meth:`Store.add_run`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,8 @@ class StoredTask:
     """Increases each time the task is replaced."""
     updated: float
     """When it was last written (Unix time)."""
+    disclosure: str = "counts"
+    """What grader tokens see of the hidden cases (``cases``, ``counts``, ``verdict``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +136,15 @@ class Store:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.executescript(_SCHEMA)
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Databases from before per-task disclosure: their tasks get the default."""
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
+        if "disclosure" not in columns:
+            self._db.execute(
+                "ALTER TABLE tasks ADD COLUMN disclosure TEXT NOT NULL DEFAULT 'counts'"
+            )
 
     def close(self) -> None:
         """Close the connection."""
@@ -168,7 +185,12 @@ class Store:
     # ------------------------------------------------------------------- tasks
 
     def put_task(
-        self, fn: str, public: dict[str, Any], hidden: list[dict[str, Any]], limits: dict[str, Any]
+        self,
+        fn: str,
+        public: dict[str, Any],
+        hidden: list[dict[str, Any]],
+        limits: dict[str, Any],
+        disclosure: str = "counts",
     ) -> int:
         """Register or replace a task; return its new revision."""
         with self._lock:
@@ -177,9 +199,18 @@ class Store:
                 old = self._db.execute("SELECT revision FROM tasks WHERE fn = ?", (fn,)).fetchone()
                 revision = 1 if old is None else old[0] + 1
                 self._db.execute(
-                    "INSERT OR REPLACE INTO tasks (fn, public, hidden, limits, revision, updated) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (fn, _dump(public), _dump(hidden), _dump(limits), revision, time.time()),
+                    "INSERT OR REPLACE INTO tasks "
+                    "(fn, public, hidden, limits, revision, updated, disclosure) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        fn,
+                        _dump(public),
+                        _dump(hidden),
+                        _dump(limits),
+                        revision,
+                        time.time(),
+                        disclosure,
+                    ),
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -190,18 +221,20 @@ class Store:
     def task(self, fn: str) -> StoredTask | None:
         """The task named ``fn`` with its hidden cases (for the grader only)."""
         row = self._one(
-            "SELECT fn, public, hidden, limits, revision, updated FROM tasks WHERE fn = ?", (fn,)
+            "SELECT fn, public, hidden, limits, revision, updated, disclosure "
+            "FROM tasks WHERE fn = ?",
+            (fn,),
         )
         if row is None:
             return None
         return StoredTask(
-            row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), row[4], row[5]
+            row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), *row[4:]
         )
 
     def task_summary(self, fn: str) -> dict[str, Any] | None:
         """A task's public part, limits, revision and number of cases (never the cases)."""
         row = self._one(
-            "SELECT fn, public, json_array_length(hidden), limits, revision, updated "
+            "SELECT fn, public, json_array_length(hidden), limits, revision, updated, disclosure "
             "FROM tasks WHERE fn = ?",
             (fn,),
         )
@@ -214,6 +247,7 @@ class Store:
             "limits": json.loads(row[3]),
             "revision": row[4],
             "updated": row[5],
+            "disclosure": row[6],
         }
 
     def task_revision(self, fn: str) -> int | None:
@@ -234,11 +268,30 @@ class Store:
 
     # -------------------------------------------------------------------- runs
 
-    def add_run(self, run_id: str, owner: str, samples: list[dict[str, Any]]) -> None:
-        """Store a run and all its samples in one transaction (all or nothing)."""
+    def add_run(
+        self,
+        run_id: str,
+        owner: str,
+        samples: list[dict[str, Any]],
+        *,
+        max_runs: int | None = None,
+        max_samples: int | None = None,
+    ) -> None:
+        """Store a run and all its samples in one transaction (all or nothing).
+
+        Raises:
+            QuotaExceeded: ``owner`` would have more than ``max_runs`` unfinished runs
+                or ``max_samples`` ungraded samples (checked inside the transaction,
+                so concurrent submissions cannot both slip under a quota).
+        """
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
+                runs, waiting = self._queued_by(owner)
+                if max_runs is not None and runs + 1 > max_runs:
+                    raise QuotaExceeded(f"at most {max_runs} unfinished runs per token")
+                if max_samples is not None and waiting + len(samples) > max_samples:
+                    raise QuotaExceeded(f"at most {max_samples} ungraded samples per token")
                 self._db.execute(
                     "INSERT INTO runs (id, owner, status, created, total) VALUES (?, ?, ?, ?, ?)",
                     (run_id, owner, "queued", time.time(), len(samples)),
@@ -252,19 +305,41 @@ class Store:
                 raise
             self._db.execute("COMMIT")
 
+    def queued_by(self, owner: str) -> tuple[int, int]:
+        """``(unfinished runs, ungraded samples in them)`` of one token."""
+        with self._lock:
+            return self._queued_by(owner)
+
+    def _queued_by(self, owner: str) -> tuple[int, int]:
+        row = self._db.execute(
+            "SELECT count(*), coalesce(sum(total - (SELECT count(*) FROM samples "
+            "WHERE run_id = runs.id AND row IS NOT NULL)), 0) "
+            "FROM runs WHERE owner = ? AND status IN (?, ?)",
+            (owner, *_UNFINISHED),
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
     def unfinished_runs(self) -> int:
         """How many runs are queued or running."""
         row = self._one("SELECT count(*) FROM runs WHERE status IN (?, ?)", _UNFINISHED)
         return int(row[0]) if row else 0
 
-    def next_run(self) -> str | None:
-        """The oldest run that is queued or running (running first: it was interrupted)."""
-        row = self._one(
-            "SELECT id FROM runs WHERE status IN (?, ?) "
-            "ORDER BY status = 'running' DESC, created, rowid LIMIT 1",
+    def unfinished(self) -> list[tuple[str, str]]:
+        """``(owner, run id)`` of every queued or running run, oldest first."""
+        rows = self._all(
+            "SELECT owner, id FROM runs WHERE status IN (?, ?) ORDER BY created, rowid",
             _UNFINISHED,
         )
-        return None if row is None else str(row[0])
+        return [(str(owner), str(run_id)) for owner, run_id in rows]
+
+    def next_pending(self, run_id: str, after: int) -> tuple[int, dict[str, Any]] | None:
+        """The first sample of a run after index ``after`` that has no result yet."""
+        row = self._one(
+            "SELECT idx, sample FROM samples WHERE run_id = ? AND idx > ? AND row IS NULL "
+            "ORDER BY idx LIMIT 1",
+            (run_id, after),
+        )
+        return None if row is None else (int(row[0]), json.loads(row[1]))
 
     def run(self, run_id: str) -> RunInfo | None:
         """A run's status and progress."""

@@ -1,6 +1,7 @@
-"""Request bodies: strict JSON, checked with the same schemas as the files.
+"""Request bodies, once parsed (:mod:`.bodies`): checked with the same schemas as the files.
 
-A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...}}``:
+A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...},
+"disclosure": "cases" | "counts" | "verdict"}``:
 ``public`` is a ``public.jsonl`` line and each case a ``hidden.jsonl`` line,
 with ``fn`` taken from the path when left out. Samples are ``samples.jsonl``
 lines (``id`` optional). Every problem comes back with a JSON pointer and a
@@ -11,16 +12,17 @@ from __future__ import annotations
 
 import json
 import keyword
-import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any, NoReturn
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from gradebox.grader import Sample, Task
+from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
 from gradebox.service.problems import ApiError, Problem
 from sandbox.cases import _hidden_case, _public_task
 from sandbox.child.wire import WireError, from_wire
@@ -32,17 +34,11 @@ __all__ = [
     "build_task",
     "check_samples",
     "check_task",
-    "parse_json",
-    "parse_samples_body",
     "sample_from_json",
 ]
 
 LIMIT_KEYS = ("case_timeout_s", "candidate_timeout_s", "memory_mb", "max_timeouts")
 """The limits a task may set (each at most the server's own)."""
-
-
-class _DuplicateKeyError(ValueError):
-    pass
 
 
 def _schema(package: str, name: str) -> dict[str, Any]:
@@ -60,7 +56,7 @@ def _sample_schema() -> dict[str, Any]:
 _HIDDEN = Draft202012Validator(_schema("sandbox", "hidden.schema.json"))
 _PUBLIC = Draft202012Validator(_schema("sandbox", "public.schema.json"))
 _SAMPLE = Draft202012Validator(_sample_schema())
-_TOP_KEYS = frozenset({"public", "hidden", "limits"})
+_TOP_KEYS = ("public", "hidden", "limits", "disclosure")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,97 +69,8 @@ class CheckedTask:
     """The hidden lines, ``fn`` filled in."""
     limits: dict[str, Any]
     """Limit overrides."""
-
-
-# ------------------------------------------------------------------------ JSON
-
-
-def parse_json(raw: bytes) -> Any:
-    """Parse a body strictly: UTF-8, no duplicate keys, no NaN/Infinity.
-
-    Raises:
-        ApiError: 422 with the line and column of the first problem.
-    """
-    text = _utf8(raw)
-    try:
-        value = _loads(text)
-        # "\ud800" parses to a lone surrogate, which cannot be stored or sent on as UTF-8.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-        return value
-    except UnicodeEncodeError:
-        problem = Problem("", "invalid JSON: a string escapes a lone surrogate (not Unicode)")
-    except json.JSONDecodeError as exc:
-        problem = Problem("", f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno)
-    except _DuplicateKeyError as exc:
-        problem = Problem("", str(exc))
-    except RecursionError:
-        problem = Problem("", "invalid JSON: nested too deeply")
-    except ValueError:  # an int beyond the interpreter's digit limit
-        problem = Problem("", "invalid JSON: a number is too large")
-    raise ApiError(422, "the body is not valid JSON", [problem])
-
-
-def _utf8(raw: bytes) -> str:
-    try:
-        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ApiError(
-            422, "the body is not valid UTF-8", [Problem("", f"invalid UTF-8 at byte {exc.start}")]
-        ) from exc
-
-
-def _loads(text: str) -> Any:
-    return json.loads(
-        text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite
-    )
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKeyError("invalid JSON: an object has a duplicate key")
-        obj[key] = value
-    return obj
-
-
-def _no_constant(_name: str) -> NoReturn:
-    raise _DuplicateKeyError('invalid JSON: NaN and Infinity are not JSON; use {"$float": "nan"}')
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _DuplicateKeyError("invalid JSON: a number is out of range for a float")
-    return value
-
-
-def parse_samples_body(raw: bytes) -> list[Any]:
-    """A run body: a JSON array, or JSON Lines (one sample a line, blank lines ignored).
-
-    Raises:
-        ApiError: 422 naming the line of the first bad JSON line.
-    """
-    text = _utf8(raw)
-    if text.lstrip().startswith("["):
-        items = parse_json(raw)
-        if not isinstance(items, list):  # pragma: no cover - '[' always parses to a list
-            raise ApiError(422, "expected a JSON array", [Problem("", "not an array")])
-        return items
-    items = []
-    problems = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(parse_json(line.encode("utf-8")))
-        except ApiError as exc:
-            first = exc.problems[0]
-            problems.append(replace(first, pointer=f"/{len(items)}", line=number))
-            items.append(None)
-    if problems:
-        raise ApiError(422, "a line of the body is not valid JSON", problems)
-    return items
+    disclosure: Disclosure = DEFAULT_DISCLOSURE
+    """What grader tokens see of the hidden cases."""
 
 
 # --------------------------------------------------------------------- schemas
@@ -233,7 +140,7 @@ def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> Checked
     if not isinstance(body, dict):
         raise ApiError(422, "invalid task", [Problem("", "must be an object")])
     problems = [
-        Problem(_pointer("", [key]), "unknown property; known: public, hidden, limits")
+        Problem(_pointer("", [key]), "unknown property; known: " + ", ".join(_TOP_KEYS))
         for key in body
         if key not in _TOP_KEYS
     ]
@@ -247,9 +154,12 @@ def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> Checked
     checked_public = _check_public(fn, public, problems)
     checked_hidden = [_check_case(fn, case, i, problems) for i, case in enumerate(hidden)]
     limits = _check_limits(body.get("limits", {}), server, problems)
+    disclosure = body.get("disclosure", DEFAULT_DISCLOSURE)
+    if disclosure not in DISCLOSURES:
+        problems.append(Problem("/disclosure", "must be one of " + ", ".join(DISCLOSURES)))
     if problems:
         raise ApiError(422, "invalid task", problems)
-    return CheckedTask(checked_public, checked_hidden, limits)
+    return CheckedTask(checked_public, checked_hidden, limits, disclosure)
 
 
 def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, Any]:
@@ -389,8 +299,15 @@ def build_task(fn: str, public: dict[str, Any], hidden: list[dict[str, Any]]) ->
 # --------------------------------------------------------------------- samples
 
 
-def check_samples(items: list[Any], *, numbered: bool) -> list[dict[str, Any]]:
+def check_samples(
+    items: list[Any], *, numbered: bool, tick: Callable[[], None] = lambda: None
+) -> list[dict[str, Any]]:
     """Check samples; fill in missing ids (their index when ``numbered``, else ``sample``).
+
+    Args:
+        items: Parsed samples.
+        numbered: Problems point at ``/<index>`` (a run), else at the body (one sample).
+        tick: Called before each sample (a time budget raises from it).
 
     Raises:
         ApiError: 422 with every problem, each pointing at its sample.
@@ -399,6 +316,7 @@ def check_samples(items: list[Any], *, numbered: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
+        tick()
         prefix = f"/{i}" if numbered else ""
         found = _schema_problems(_SAMPLE, item, prefix)
         if not found and ("reply" in item) == ("code" in item):

@@ -1,10 +1,11 @@
-"""The run worker: grades queued runs from the database, one result committed at a time.
+"""The run worker: grades queued runs from the database, round-robin between tokens.
 
-One thread takes the oldest unfinished run (an interrupted one first), and
-grades its samples that have no result yet through a small thread pool (the
-candidates run in the sandbox's isolated workers). Before a sample is graded
-its result is checked again, and a result is written only where none exists
-(:meth:`Store.put_result`), so a sample never gets two.
+One thread keeps up to ``jobs`` samples in flight in a small thread pool (the
+candidates run in the sandbox's isolated workers). Each free slot goes to the
+next token in turn that has an unfinished run, and within a token to its
+oldest run: a token's 10,000-sample run takes every other slot while another
+token has work, never all of them until it is done. A result is written only
+where none exists (:meth:`Store.put_result`), so a sample never gets two.
 
 Stopping (shutdown) and cancelling stop new samples from starting; samples in
 flight finish and are committed. A sample cut off by a hard kill has no result
@@ -16,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from gradebox.service.grading import GradingService, infra_row
@@ -41,6 +42,9 @@ class RunWorker:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gradebox-runs", daemon=True)
+        self._inflight: dict[Future[None], str] = {}
+        self._cursor: dict[str, int] = {}  # run id -> the last sample index handed out
+        self._last_owner: str | None = None
 
     def start(self) -> None:
         """Start the thread; unfinished runs in the database resume at once."""
@@ -59,46 +63,69 @@ class RunWorker:
         return not self._thread.is_alive()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            grading = self._grading()
-            run_id = self._store.next_run() if grading is not None else None
-            if grading is None or run_id is None:
+        with ThreadPoolExecutor(self._jobs, thread_name_prefix="gradebox-grade") as pool:
+            while not self._stop.is_set():
+                try:
+                    self._settle()
+                    grading = self._grading()
+                    if grading is not None:
+                        self._fill(pool, grading)
+                except Exception:  # a database error: keep serving, retry later
+                    _log.exception("run worker error; unfinished runs resume later")
+                    self._stop.wait(1.0)
                 self._wake.wait(1.0)
                 self._wake.clear()
-                continue
-            try:
-                self._process(grading, run_id)
-            except Exception:  # a database error: keep serving, retry the run later
-                _log.exception("run %s: worker error; the run resumes later", run_id)
-                self._stop.wait(1.0)
+            wait(list(self._inflight))  # samples in flight finish and are committed
+            self._settle()
 
-    def _halted(self, run_id: str) -> bool:
-        if self._stop.is_set():
-            return True
-        info = self._store.run(run_id)
-        return info is None or info.status == "cancelled"
+    def _fill(self, pool: ThreadPoolExecutor, grading: GradingService) -> None:
+        while len(self._inflight) < self._jobs and not self._stop.is_set():
+            item = self._next()
+            if item is None:
+                return
+            run_id, idx, obj = item
+            future = pool.submit(self._grade_one, grading, run_id, idx, obj)
+            self._inflight[future] = run_id
+            future.add_done_callback(lambda _f: self._wake.set())
 
-    def _process(self, grading: GradingService, run_id: str) -> None:
-        self._store.set_status(run_id, "running")
-        pending = iter(self._store.pending(run_id))
-        _log.info("run %s: grading", run_id)
-        with ThreadPoolExecutor(self._jobs, thread_name_prefix="gradebox-grade") as pool:
-            inflight: set[Future[None]] = set()
-            while True:
-                while len(inflight) < self._jobs and not self._halted(run_id):
-                    item = next(pending, None)
+    def _next(self) -> tuple[str, int, dict[str, Any]] | None:
+        """The next sample to grade: the next token in turn, its oldest run with work left."""
+        runs = self._store.unfinished()
+        self._cursor = {r: i for r, i in self._cursor.items() if any(r == x for _, x in runs)}
+        owners = list(dict.fromkeys(owner for owner, _ in runs))
+        if self._last_owner in owners:
+            turn = owners.index(self._last_owner) + 1
+            owners = owners[turn:] + owners[:turn]
+        busy = set(self._inflight.values())
+        for owner in owners:
+            for run_id in (r for o, r in runs if o == owner):
+                item = self._store.next_pending(run_id, self._cursor.get(run_id, -1))
+                if item is None and run_id not in busy:
+                    # Past the end with none in flight: retry what could not be stored.
+                    item = self._store.next_pending(run_id, -1)
                     if item is None:
-                        break
-                    if not self._store.has_result(run_id, item[0]):
-                        inflight.add(pool.submit(self._grade_one, grading, run_id, *item))
-                if not inflight:
-                    break
-                done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    if future.exception() is not None:
-                        _log.error("run %s: a result could not be stored; it resumes later", run_id)
-        finished = not self._stop.is_set() and not self._store.pending(run_id)
-        if finished and self._store.set_status(run_id, "done"):
+                        self._done(run_id)
+                        continue
+                if item is None:
+                    continue
+                if run_id not in self._cursor:
+                    self._store.set_status(run_id, "running")
+                    _log.info("run %s: grading", run_id)
+                self._cursor[run_id] = item[0]
+                self._last_owner = owner
+                return run_id, item[0], item[1]
+        return None
+
+    def _settle(self) -> None:
+        """Collect finished samples (their results are already committed)."""
+        for future in [f for f in self._inflight if f.done()]:
+            run_id = self._inflight.pop(future)
+            if future.exception() is not None:
+                _log.error("run %s: a result could not be stored; it resumes later", run_id)
+
+    def _done(self, run_id: str) -> None:
+        self._cursor.pop(run_id, None)
+        if not self._stop.is_set() and self._store.set_status(run_id, "done"):
             _log.info("run %s: done", run_id)
 
     def _grade_one(
@@ -108,5 +135,5 @@ class RunWorker:
         try:
             row = grading.grade(sample)
         except Exception as exc:  # a grader bug must not look like a wrong submission
-            row = infra_row(sample, f"grader error: {type(exc).__name__}")
+            row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
         self._store.put_result(run_id, idx, row)
