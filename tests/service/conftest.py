@@ -112,6 +112,9 @@ class Kit:
     def running(self, **overrides: Any) -> Any:
         return running(self.tmp / "svc.sqlite", self.sandbox, **overrides)
 
+    def running_with(self, sandbox: Any, **overrides: Any) -> Any:
+        return running(self.tmp / "svc.sqlite", sandbox, **overrides)
+
     def running_without_sandbox(self, **overrides: Any) -> Any:
         return running(self.tmp / "svc.sqlite", None, **overrides)
 

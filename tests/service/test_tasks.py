@@ -44,6 +44,7 @@ BAD_TASKS = [
     ({"hidden": [GOOD_CASE], "limits": {"memory_mb": 10**6}}, 422, "/limits/memory_mb"),
     ({"hidden": [GOOD_CASE], "limits": {"case_timeout_s": "1"}}, 422, "/limits/case_timeout_s"),
     ({"hidden": [GOOD_CASE], "limits": {"cpu": 1}}, 422, "/limits/cpu"),
+    ({"hidden": [GOOD_CASE], "disclosure": "everything"}, 422, "/disclosure"),
     ([GOOD_CASE], 422, ""),
 ]
 
@@ -86,8 +87,10 @@ async def test_hidden_cases_are_write_only(kit):
         info = r.json()
         assert info["cases"] == 2 and info["public"]["spec"] == "Add one."
         assert info["limits"] == {"case_timeout_s": 1.0}
+        assert info["disclosure"] == "counts"  # the default
         assert SECRET not in r.text
-        r = await svc.client.put("/v1/tasks/inc", json={"hidden": [GOOD_CASE]}, headers=svc.admin)
+        body = {"hidden": [GOOD_CASE], "disclosure": "cases"}
+        r = await svc.client.put("/v1/tasks/inc", json=body, headers=svc.admin)
         assert r.json()["revision"] == 2
         # The new revision grades: inc(1) == 2.
         r = await svc.client.post(
@@ -112,7 +115,11 @@ async def test_too_many_cases_413(kit):
 
 async def test_task_limits_apply(kit):
     async with kit.running(register=False) as svc:
-        body = {"hidden": [{"args": [1], "expect": 1}], "limits": {"case_timeout_s": 0.2}}
+        body = {
+            "hidden": [{"args": [1], "expect": 1}],
+            "limits": {"case_timeout_s": 0.2},
+            "disclosure": "cases",
+        }
         await svc.client.put("/v1/tasks/f", json=body, headers=svc.admin)
         code = "import time\ndef f(x):\n    time.sleep(0.5)\n    return x\n"
         r = await svc.client.post("/v1/grade", json={"fn": "f", "code": code}, headers=svc.grader)
