@@ -53,7 +53,7 @@ def _start(db: Path, port: int, args: argparse.Namespace, log: Path) -> subproce
     argv = [
         sys.executable, "-m", "gradebox.service", "serve", "--db", str(db), "--port", str(port),
         "--workers", str(args.workers), "--per-token-concurrency", str(args.per_token_concurrency),
-        "--log-level", "warning",
+        "--log-level", "warning", "--rate-limit", str(args.rate_limit),
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
@@ -148,6 +148,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=4, help="grader tokens the clients share")
     parser.add_argument("--workers", type=int, default=2, help="sandbox workers of the server")
     parser.add_argument("--per-token-concurrency", type=int, default=4)
+    parser.add_argument(
+        "--rate-limit", type=float, default=0.0,
+        help="the server's per-token, per-task rate (0: off, to measure throughput)",
+    )  # fmt: skip
     parser.add_argument(
         "--exclude", default="", metavar="IDS", help="sample ids to leave out (comma-separated)"
     )
