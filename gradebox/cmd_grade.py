@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +20,26 @@ import click
 from tqdm import tqdm
 
 from gradebox.errors import BadInput, SetupError
+from gradebox.extract import extract
+from gradebox.fingerprint import Fingerprints, UsedJudge, fingerprints
 from gradebox.grader import GradeConfig, Grader, grade_all
 from gradebox.inputs import RunInputs, load_inputs
 from gradebox.pipeline import Stage
-from gradebox.run_output import RunOutput
+from gradebox.run_config import (
+    RunConfig,
+    build_config,
+    sandbox_python_version,
+    static_tool_versions,
+)
+from gradebox.run_output import Reports, RunOutput
 from gradebox.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
-from sandbox.types import Limits
 
 if TYPE_CHECKING:
-    from gradebox.static_stage import StaticStage
+    from gradebox.judge_stage import JudgeStage, SkippedJudge
 
-__all__ = ["grade"]
+__all__ = ["grade", "run", "warnings"]
 
 _PATH = click.Path(path_type=Path, dir_okay=False)
 
@@ -47,7 +54,12 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--public", "public", type=_PATH, help="public.jsonl: specs, signatures, task options."
 )
-@click.option("--out", "out", type=_PATH, help="Write results.jsonl here (default: stdout).")
+@click.option(
+    "--out",
+    "out",
+    type=_PATH,
+    help="Write results.jsonl here, every sample of the run (default: stdout).",
+)
 @click.option(
     "--jobs",
     "-j",
@@ -88,7 +100,9 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--run-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Keep results, summary, manifest and reports here; re-running into it resumes.",
+    help="Keep results, summary, manifest, SARIF, JUnit and HTML here; re-running into it "
+    "resumes (grading only samples whose inputs, tools or options changed). Rows still go "
+    "to --out or stdout.",
 )
 @click.option(
     "--reference",
@@ -124,7 +138,10 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 )
 @click.option("--sandbox-python", type=_PATH, help="Interpreter that runs candidates (3.11+).")
 @click.option(
-    "--skip-bad-lines", is_flag=True, help="Grade the good lines and report the bad ones."
+    "--skip-bad-lines",
+    is_flag=True,
+    help="Grade the good lines of samples.jsonl and public.jsonl and report the bad ones "
+    "(bad lines of hidden.jsonl always stop the run).",
 )
 @click.option(
     "--explain",
@@ -185,16 +202,18 @@ def grade(**opts: Any) -> None:
     GRADEBOX_JUDGE_MODEL; without them it is skipped with one line.
 
     Rows go to --out (or stdout) in input order as they finish; a summary goes to
-    stderr. Exit 0 when every sample was graded, 1 with --gate when any verdict is
-    not 'pass', 2 for bad input, a refused sandbox, or infrastructure errors.
+    stderr. With --run-dir, rows kept from an earlier run go out too, so every
+    output holds every sample of the run. Exit 0 when every sample was graded, 1
+    with --gate when any verdict is not 'pass', 2 for bad input, a refused
+    sandbox, or infrastructure errors.
 
     \b
     Example:
       gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
-                     --samples examples/samples.jsonl --out results.jsonl --jobs 2
+                     --samples examples/samples.jsonl --out /tmp/results.jsonl --jobs 2
     """  # noqa: D301 - click needs a real \b to keep the example as written
     try:
-        code = _run(**opts)
+        code = run(build_config(opts, os.environ, tuple(sys.argv)))
     except BadInput as exc:
         click.echo(f"gradebox grade: bad input:\n{exc}", err=True)
         sys.exit(2)
@@ -204,36 +223,35 @@ def grade(**opts: Any) -> None:
     sys.exit(code)
 
 
-def _run(**o: Any) -> int:
-    limits = Limits(
-        case_timeout_s=o["case_timeout"],
-        candidate_timeout_s=o["candidate_timeout"],
-        memory_mb=o["memory_mb"],
-        max_timeouts=o["max_timeouts"],
-        tree_limits=not o["no_tree_limits"],
+def run(config: RunConfig) -> int:
+    """Grade a run as ``config`` says; return the exit code.
+
+    Raises:
+        BadInput: Bad input files or options (nothing was graded).
+        SetupError: The sandbox or a stage cannot start.
+    """
+    gconfig = GradeConfig(
+        limits=config.limits, banned_imports=config.banned_imports, explain=config.explain
     )
-    banned = None
-    if o["banned_imports"] is not None:
-        banned = tuple(m.strip() for m in o["banned_imports"].split(",") if m.strip())
-    config = GradeConfig(limits=limits, banned_imports=banned, explain=o["explain"])
-    if o["sarif"] is not None and o["no_static"]:
-        raise BadInput(["--sarif needs the static layers: drop --no-static"])
     with contextlib.ExitStack() as stack:
         # Workers start (and prove their isolation) while the inputs are read and the
         # later stages set up; bad input still stops the run before any grading.
         with ThreadPoolExecutor(max_workers=1) as starter:
             pending = starter.submit(
                 open_sandbox,
-                o["isolation"],
-                limits,
-                workers=o["jobs"],
-                python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
+                config.isolation,
+                config.limits,
+                workers=config.jobs,
+                python=str(config.sandbox_python) if config.sandbox_python else None,
             )
             try:
                 inputs = load_inputs(
-                    o["hidden"], o["samples"], o["public"], skip_bad_lines=o["skip_bad_lines"]
+                    config.hidden,
+                    config.samples,
+                    config.public,
+                    skip_bad_lines=config.skip_bad_lines,
                 )
-                stages = _open_stages(o, inputs, stack)
+                stages = _open_stages(config, inputs, stack)
             except BaseException:  # bad input, a missing tool, Ctrl-C: stop the workers too
                 _discard_sandbox(pending)
                 raise
@@ -247,17 +265,17 @@ def _run(**o: Any) -> int:
             inputs, prepared = prepare_tasks(
                 inputs,
                 sandbox,
-                limits,
-                reference=o["reference"],
-                properties=o["properties"],
-                seed=o["seed"],
-                jobs=o["jobs"],
+                config.limits,
+                reference=config.reference,
+                properties=config.properties,
+                seed=config.seed,
+                jobs=config.jobs,
             )
         shrink = prepared.pop("shrink", None)
         if shrink is not None:
-            config = dataclasses.replace(config, shrink=shrink)
-        o["prepared"] = prepared
-        return _grade(o, inputs, sandbox, Grader(sandbox, inputs.tasks, config), stages)
+            gconfig = dataclasses.replace(gconfig, shrink=shrink)
+        grader = Grader(sandbox, inputs.tasks, gconfig)
+        return _grade(config, inputs, sandbox, grader, stages, prepared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,69 +284,76 @@ class _Stages:
 
     all: list[Stage]
     """In pipeline order."""
-    static: StaticStage | None
-    """The static stage, when on (for SARIF)."""
+    judge: JudgeStage | SkippedJudge | None
+    """The judge stage, when on (for the endpoint, model and rubrics used)."""
 
 
-def _open_stages(o: dict[str, Any], inputs: RunInputs, stack: contextlib.ExitStack) -> _Stages:
+def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitStack) -> _Stages:
     stages: list[Stage] = []
-    static = None
+    judge = None
     # Each stage is imported only when it is on: static costs ~0.08 s of start-up, the
     # judge (openai) ~0.4 s, which a --no-static --no-judge run should not pay.
-    if not o["no_static"]:
+    if config.static is not None:
         from gradebox.static_stage import open_static_stage  # noqa: PLC0415
 
-        cache = o["cache_dir"]
+        cache = config.static.cache_dir
         if cache is None:
             cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gradebox-mypy-")))
-        static = open_static_stage(
-            cache_dir=cache,
-            jobs=o["jobs"],
-            lockfile=o["lockfile"],
-            policy_file=o["static_policy"],
-            keep_for_sarif=o["sarif"] is not None,
+        stages.append(
+            open_static_stage(
+                cache_dir=cache,
+                jobs=config.jobs,
+                lockfile=config.static.lockfile,
+                policy_file=config.static.policy,
+            )
         )
-        stages.append(static)
-    if not o["no_judge"]:
+    if config.judge is not None:
         from gradebox.judge_stage import SkippedJudge, open_judge_stage  # noqa: PLC0415
 
+        j = config.judge
         publics = [t.public for t in inputs.tasks.values() if t.public is not None]
         judge = open_judge_stage(
-            os.environ,
+            j.environ,
             rubric_names=[p.rubric for p in publics if p.spec.strip()],
-            model=o["judge_model"],
-            rubric=o["judge_rubric"],
-            cache_path=o["judge_cache"],
-            no_cache=o["no_judge_cache"],
-            concurrency=o["judge_concurrency"],
+            model=j.model,
+            rubric=j.rubric,
+            cache_path=j.cache,
+            no_cache=j.no_cache,
+            concurrency=j.concurrency,
         )
         stack.callback(judge.close)
         if isinstance(judge, SkippedJudge):
             click.echo(f"gradebox grade: {judge.notice}", err=True)
         stages.append(judge)
-    return _Stages(stages, static)
+    return _Stages(stages, judge)
 
 
 def _grade(
-    o: dict[str, Any], inputs: RunInputs, sandbox: Sandbox, grader: Grader, stages: _Stages
+    config: RunConfig,
+    inputs: RunInputs,
+    sandbox: Sandbox,
+    grader: Grader,
+    stages: _Stages,
+    prepared: dict[str, Any],
 ) -> int:
     for p in inputs.problems:
         click.echo(f"skipped: {p}", err=True)
-    output = RunOutput(o)
-    todo = output.todo(inputs.samples)
-    jobs = max(1, min(o["jobs"], len(todo)))
+    used = _used(config, inputs, sandbox, stages) if config.run_dir is not None else None
+    output = RunOutput(config, used.prints if used else None)
+    plan = output.todo(inputs.samples)
+    jobs = max(1, min(config.jobs, len(plan.todo)))
     if not sandbox.isolated:
         click.echo("WARNING: --isolation none: candidates run WITHOUT isolation", err=True)
-    if len(todo) < len(inputs.samples):
-        click.echo(f"resuming: {len(inputs.samples) - len(todo)} samples already graded", err=True)
+    if plan.kept:
+        click.echo(f"resuming: {len(plan.kept)} samples already graded", err=True)
+    for line in plan.lines():
+        click.echo(line, err=True)
     t0 = time.monotonic()
-    rows: list[dict[str, Any]] = []
     with (
         sandbox,
         ThreadPoolExecutor(max_workers=jobs) as pool,
-        output.writer() as out,
         tqdm(
-            total=len(todo),
+            total=len(plan.todo),
             file=sys.stderr,
             unit="sample",
             disable=not sys.stderr.isatty(),
@@ -338,50 +363,148 @@ def _grade(
         def tick(_i: int, _row: dict[str, Any]) -> None:
             bar.update()
 
-        for row in grade_all(grader, todo, pool, on_row=tick, stages=stages.all):
-            out.write(row)
-            rows.append(row)
-    sarif = output.sarif_path
-    if sarif is not None and stages.static is not None:
-        log = stages.static.sarif([r["id"] for r in rows], importlib.metadata.version("gradebox"))
-        sarif.write_text(json.dumps(log, indent=1) + "\n", encoding="utf-8")
-    rows = output.all_rows(rows, [s.id for s in inputs.samples])
-    o["output"] = output
-    o["isolation_used"] = sandbox.backend
-    o["limits_used"] = sandbox.limits
-    return _report(o, rows, seconds=time.monotonic() - t0, backend=sandbox.backend)
-
-
-def _report(o: dict[str, Any], rows: list[dict[str, Any]], *, seconds: float, backend: str) -> int:
+        fresh = grade_all(grader, plan.todo, pool, on_row=tick, stages=stages.all)
+        rows = list(output.stream(inputs.samples, fresh))
     summary = summarize(rows)
-    summary["suite"] = o["prepared"]
-    o["output"].finish(
-        rows,
-        summary,
-        isolation=o["isolation_used"],
-        limits=o["limits_used"],
-        judge_model=o.get("judge_model"),
-    )
-    if o["as_json"]:
+    summary["suite"] = prepared
+    if output.run is not None:
+        summary["resume"] = plan.record()
+    if config.sarif or config.html or output.run is not None:
+        output.finish(
+            rows,
+            summary,
+            _reports(config, inputs),
+            manifest=_manifest(config, sandbox, stages, used),
+            order=[s.id for s in inputs.samples],
+        )
+    return _report(config, summary, seconds=time.monotonic() - t0, backend=sandbox.backend)
+
+
+def _report(config: RunConfig, summary: dict[str, Any], *, seconds: float, backend: str) -> int:
+    if config.as_json:
         click.echo(json.dumps(summary), err=True)
     else:
         click.echo(format_summary(summary, seconds=seconds, backend=backend), err=True)
-    if summary["static"]["infra_errors"]:
-        click.echo(
-            f"gradebox grade: static tools failed on {summary['static']['infra_errors']} "
-            "samples (see static.infra_error on the rows; their passes need review)",
-            err=True,
-        )
+    for line in warnings(summary):
+        click.echo(f"gradebox grade: {line}", err=True)
     if summary["infra_errors"]:
-        click.echo(
-            f"gradebox grade: {summary['infra_errors']} infrastructure errors "
-            "(see infra_error on the rows)",
-            err=True,
-        )
         return 2
-    if o["gate_exit"] and summary["passed"] != summary["samples"]:
+    if config.gate_exit and summary["passed"] != summary["samples"]:
         return 1
     return 0
+
+
+def warnings(summary: Mapping[str, Any]) -> list[str]:
+    """One line per thing the user must not miss at the end of a run."""
+    out = []
+    judge = summary["judge"]
+    asked = judge["rows"] - judge["skipped"]
+    if asked and judge["unavailable"] == asked:
+        out.append(
+            f"warning: the judge was unreachable on every call ({asked} unavailable): "
+            "check GRADEBOX_JUDGE_BASE_URL and GRADEBOX_JUDGE_MODEL, or pass --no-judge"
+        )
+    if summary["static"]["infra_errors"]:
+        out.append(
+            f"static tools failed on {summary['static']['infra_errors']} "
+            "samples (see static.infra_error on the rows; their passes need review)"
+        )
+    if summary["infra_errors"]:
+        out.append(f"{summary['infra_errors']} infrastructure errors (see infra_error on the rows)")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Used:
+    """What the run used beyond its options: per-sample fingerprints and their sources."""
+
+    prints: Fingerprints
+    """Every sample's fingerprint."""
+    judge: UsedJudge | None
+    """The judge as resolved (endpoint, model, rubric digests)."""
+    tools: dict[str, str | None]
+    """Versions by fingerprint part."""
+
+
+def _used(config: RunConfig, inputs: RunInputs, sandbox: Sandbox, stages: _Stages) -> _Used:
+    files: dict[str, Path | None] = {
+        "reference": config.reference,
+        "properties": config.properties,
+    }
+    versions = static_tool_versions()
+    tools = {"gradebox": versions["gradebox"]}
+    if config.static is not None:
+        files |= {"lockfile": config.static.lockfile, "static_policy": config.static.policy}
+        tools |= {k: versions[k] for k in ("ruff", "mypy", "bandit")}
+    tools["sandbox_python"] = sandbox_python_version(sandbox.python)
+    judge = None
+    if stages.judge is not None:
+        stage = stages.judge
+        rubrics = {
+            fn: stage.rubric_digest(t.public.rubric)
+            for fn, t in inputs.tasks.items()
+            if t.public is not None and t.public.spec.strip()
+        }
+        judge = UsedJudge(stage.base_url, stage.model, rubrics)
+    prints = fingerprints(
+        hidden=config.hidden,
+        samples=config.samples,
+        public=config.public,
+        files=files,
+        judge=judge,
+        tools=tools,
+        limits=config.limits,
+        options=config.options(),
+    )
+    return _Used(prints, judge, tools)
+
+
+def _manifest(
+    config: RunConfig, sandbox: Sandbox, stages: _Stages, used: _Used | None
+) -> dict[str, Any]:
+    """Keyword arguments for ``RunDir.write_manifest``: the values actually used."""
+    static = config.static
+    judge = stages.judge
+    digests: dict[str, str] = {}
+    if judge is not None and used is not None and used.judge is not None:
+        digests = {d.split(":", 1)[0]: d for d in used.judge.rubrics.values()}
+    return {
+        "inputs": {
+            "hidden": config.hidden,
+            "samples": config.samples,
+            "public": config.public,
+            "lockfile": static.lockfile if static else None,
+            "static_policy": static.policy if static else None,
+            "reference": config.reference,
+            "properties": config.properties,
+        },
+        "isolation": sandbox.backend,
+        "limits": sandbox.limits,
+        "judge_model": judge.model if judge else None,
+        "judge_base_url": judge.base_url if judge else None,
+        "rubric_digests": digests,
+        "tools": {"sandbox_python": used.tools["sandbox_python"]} if used else {},
+        "options": {**config.options(), "jobs": config.jobs},
+        "argv": list(config.argv),
+    }
+
+
+def _reports(config: RunConfig, inputs: RunInputs) -> Reports:
+    """Extracted code and case names, for every sample of the run."""
+    sources = {}
+    for s in inputs.samples:
+        pub = inputs.tasks[s.fn].public
+        ext = extract(
+            reply=s.reply, code=s.code, fn=s.fn, helpers_allowed=bool(pub and pub.helpers_allowed)
+        )
+        if ext.contract == "ok":
+            sources[s.id] = ext.code
+    return Reports(
+        sources=sources,
+        case_names={fn: [c.name for c in t.cases] for fn, t in inputs.tasks.items()},
+        static=config.static is not None,
+        version=importlib.metadata.version("gradebox"),
+    )
 
 
 @contextlib.contextmanager

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gradebox.html_assets import CSS as _CSS
+from gradebox.html_assets import JS as _JS
 from gradebox.junit import verdict_message
 from gradebox.passk import PassKReport, estimate, format_value, is_infra
 
@@ -39,109 +41,6 @@ _CHART_TASKS = 60
 _MINI_CASES = 40
 _OPEN_CODE_LINES = 30
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-_CSS = """
-:root{--ok:#1a7f37;--fail:#cf222e;--review:#bf8700;--error:#d4700a;--timeout:#8250df;
---crash:#82071e;--not_run:#8c959f;--ink:#1f2328;--mute:#59636e;--line:#d1d9e0;--bg:#f6f8fa}
-*{box-sizing:border-box}[hidden]{display:none!important}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;
-color:var(--ink);background:var(--bg)}
-main{max-width:1180px;margin:0 auto;padding:24px 20px 48px}
-h1{font-size:24px;margin:0 0 2px}h2{font-size:18px;margin:32px 0 10px}
-.sub{color:var(--mute);margin:0 0 18px}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(200px,1fr));gap:12px}
-.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 14px}
-.card h3{margin:0 0 4px;font-size:12px;text-transform:uppercase;letter-spacing:.04em;
-color:var(--mute)}
-.big{font-size:28px;font-weight:600;font-variant-numeric:tabular-nums}
-.card p{margin:2px 0;color:var(--mute)}.card b{color:var(--ink)}
-.panel{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 14px}
-table{border-collapse:collapse;width:100%;background:#fff;font-variant-numeric:tabular-nums}
-th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-th{background:#eef1f4;font-weight:600}td.num,th.num{text-align:right}
-.badge{display:inline-block;padding:0 8px;border-radius:10px;color:#fff;font-size:12px;
-font-weight:600;line-height:20px;white-space:nowrap}
-.v-pass{background:var(--ok)}.v-fail{background:var(--fail)}.v-needs_review{background:var(--review)}
-.controls{display:flex;gap:8px;flex-wrap:wrap;align-items:center;margin-bottom:10px}
-button{font:inherit;border:1px solid var(--line);background:#fff;border-radius:6px;
-padding:3px 10px;cursor:pointer}button[aria-pressed=true]{background:var(--ink);color:#fff}
-input[type=search]{font:inherit;padding:3px 8px;border:1px solid var(--line);border-radius:6px;
-min-width:240px}
-details.sample{background:#fff;border:1px solid var(--line);border-radius:8px;margin:6px 0}
-details.sample>summary{cursor:pointer;padding:7px 12px;display:flex;gap:10px;align-items:center}
-details.sample>summary .id{font-weight:600;font-family:ui-monospace,monospace;
-overflow-wrap:anywhere}
-details.sample>summary .fn{color:var(--mute)}
-details.sample>summary .why{color:var(--mute);flex:1;min-width:0;white-space:nowrap;
-overflow:hidden;text-overflow:ellipsis}
-.body{padding:4px 14px 14px;border-top:1px solid var(--line);display:grid;
-grid-template-columns:minmax(0,1fr) minmax(0,1.2fr);gap:0 28px}
-@media (max-width:900px){.body{grid-template-columns:minmax(0,1fr)}}
-.mini{display:flex;gap:1px;flex:none}.mini i{width:7px;height:14px;border-radius:1px}
-.mini b{font-size:11px;color:var(--mute);font-weight:400;margin-left:3px}
-svg.chart{width:100%;height:auto;max-width:1100px}
-.body h4{margin:12px 0 4px;font-size:13px}
-.cases{display:flex;flex-wrap:wrap;gap:3px}
-.case{min-width:26px;height:22px;padding:0 4px;border-radius:4px;color:#fff;font-size:11px;
-text-align:center;line-height:22px;font-variant-numeric:tabular-nums}
-.o-ok{background:var(--ok)}.o-wrong{background:var(--fail)}.o-error{background:var(--error)}
-.o-timeout{background:var(--timeout)}.o-crash{background:var(--crash)}
-.o-not_run{background:var(--not_run)}
-.legend{display:flex;gap:12px;flex-wrap:wrap;color:var(--mute);font-size:12px;margin:4px 0}
-.legend .case{min-width:14px;height:14px;line-height:14px;display:inline-block;
-vertical-align:-2px;margin-right:4px}
-.kv{color:var(--mute)}.kv b{color:var(--ink);font-weight:600}
-pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:6px 0;margin:4px 0;
-overflow-x:auto;font:12px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre span{display:block;padding:0 10px;white-space:pre}pre span.hit{background:#fff3cd}
-pre i{display:inline-block;width:3.2em;color:var(--mute);font-style:normal;user-select:none}
-.sev-high{color:var(--fail);font-weight:600}.sev-medium{color:var(--error);font-weight:600}
-.note{color:var(--mute);font-style:italic}
-svg text{font:12px system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;fill:#1f2328}
-svg .tick{fill:#59636e;font-size:11px}footer{margin-top:32px;color:var(--mute);font-size:12px}
-"""
-
-_JS = """
-(function () {
-  "use strict";
-  var samples = Array.prototype.slice.call(document.querySelectorAll("details.sample"));
-  var buttons = Array.prototype.slice.call(document.querySelectorAll("button[data-filter]"));
-  var box = document.getElementById("q");
-  var shown = document.getElementById("shown");
-  var verdict = "all";
-  function apply() {
-    var query = box.value.trim().toLowerCase();
-    var n = 0;
-    samples.forEach(function (s) {
-      var ok = (verdict === "all" || s.getAttribute("data-verdict") === verdict) &&
-        (query === "" || s.getAttribute("data-search").indexOf(query) !== -1);
-      s.hidden = !ok;
-      if (ok) { n += 1; }
-    });
-    shown.textContent = String(n);
-  }
-  buttons.forEach(function (b) {
-    b.addEventListener("click", function () {
-      verdict = b.getAttribute("data-filter");
-      buttons.forEach(function (o) { o.setAttribute("aria-pressed", String(o === b)); });
-      apply();
-    });
-  });
-  box.addEventListener("input", apply);
-  Array.prototype.slice.call(document.querySelectorAll("[data-task]")).forEach(function (a) {
-    a.addEventListener("click", function () {
-      box.value = a.getAttribute("data-task").toLowerCase();
-      apply();
-    });
-  });
-  document.getElementById("expand").addEventListener("click", function () {
-    var open = samples.some(function (s) { return !s.hidden && !s.open; });
-    samples.forEach(function (s) { if (!s.hidden) { s.open = open; } });
-  });
-  apply();
-  document.documentElement.setAttribute("data-ready", "1");
-}());
-"""
 
 
 def _e(value: Any) -> str:
@@ -159,6 +58,7 @@ def render_html(
     *,
     title: str = "gradebox report",
     sources: Mapping[str, str] | None = None,
+    case_names: Mapping[str, Sequence[str | None]] | None = None,
     ks: Sequence[int] = (1, 5, 10),
 ) -> str:
     """Render the report as one HTML document.
@@ -169,6 +69,7 @@ def render_html(
             at the end. The cards are computed from the rows.
         title: The page title.
         sources: Code by sample id, for excerpts when rows carry no ``code``.
+        case_names: Hidden case names per task (by case index; ``None`` for unnamed).
         ks: pass@k values; a k that no task has enough samples for is noted, not carded.
 
     Returns:
@@ -190,10 +91,11 @@ def render_html(
         f'<div class="panel">{_chart(rows)}</div>',
         "<h2>Tasks</h2>",
         _task_table(rows, report),
-        _samples(rows, codes),
+        _samples(rows, codes, case_names or {}),
         _summary_json(summary),
         "<footer>Self-contained report written by gradebox: no network, no external files. "
-        "Hidden cases are named by index only.</footer>",
+        "Hidden cases are named by index (and name, where the hidden file gives one); "
+        "arguments and values only for runs graded with --explain.</footer>",
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -212,10 +114,11 @@ def write_html(
     *,
     title: str = "gradebox report",
     sources: Mapping[str, str] | None = None,
+    case_names: Mapping[str, Sequence[str | None]] | None = None,
     ks: Sequence[int] = (1, 5, 10),
 ) -> None:
     """Write the report to ``path``; see :func:`render_html` for the arguments."""
-    text = render_html(rows, summary, title=title, sources=sources, ks=ks)
+    text = render_html(rows, summary, title=title, sources=sources, case_names=case_names, ks=ks)
     Path(path).write_text(text, encoding="utf-8")
 
 
@@ -431,7 +334,11 @@ def _task_table(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
 # --- samples ---------------------------------------------------------------------------
 
 
-def _samples(rows: Sequence[Mapping[str, Any]], codes: Mapping[str, str | None]) -> str:
+def _samples(
+    rows: Sequence[Mapping[str, Any]],
+    codes: Mapping[str, str | None],
+    names: Mapping[str, Sequence[str | None]],
+) -> str:
     counts = Counter(str(r.get("verdict")) for r in rows)
     buttons = "".join(
         f'<button type="button" data-filter="{v}" aria-pressed="{str(v == "all").lower()}">'
@@ -454,15 +361,24 @@ def _samples(rows: Sequence[Mapping[str, Any]], codes: Mapping[str, str | None])
         '<button type="button" id="expand">expand / collapse</button>'
         f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
         f'<div class="legend">hidden case outcomes: {legend}</div>'
-        + "".join(_sample(r, codes.get(str(r["id"])), opened=r is first) for r in rows)
+        + "".join(
+            _sample(r, codes.get(str(r["id"])), names.get(str(r["fn"]), ()), opened=r is first)
+            for r in rows
+        )
     )
 
 
-def _sample(row: Mapping[str, Any], code: str | None, *, opened: bool = False) -> str:
+def _sample(
+    row: Mapping[str, Any],
+    code: str | None,
+    names: Sequence[str | None] = (),
+    *,
+    opened: bool = False,
+) -> str:
     verdict = str(row.get("verdict"))
     search = f"{row['id']} {row['fn']} {verdict} {row.get('reason')}".lower()
-    left = _outcomes(row) + _facts(row) + _judge(row)
-    right = _findings(row, code) + _code_block(code)
+    left = _outcomes(row, names) + _explain(row, names) + _facts(row) + _judge(row)
+    right = _findings(row, code) + _code_block(code, _finding_lines(row))
     return (
         f'<details class="sample"{" open" if opened else ""} data-verdict="{_e(verdict)}" '
         f'data-search="{_e(search)}">'
@@ -482,16 +398,76 @@ def _mini(row: Mapping[str, Any]) -> str:
     return f'<span class="mini" aria-hidden="true">{cells}{extra}</span>'
 
 
-def _outcomes(row: Mapping[str, Any]) -> str:
+def _case_label(i: int, names: Sequence[str | None]) -> str:
+    name = names[i] if i < len(names) else None
+    return f"case {i} ({name})" if name else f"case {i}"
+
+
+def _outcomes(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
     outcomes = [str(o) for o in row.get("outcomes") or []]
     if not outcomes:
         return '<h4>Hidden cases</h4><p class="note">no case outcomes on this row</p>'
     cells = "".join(
-        f'<span class="case o-{_e(o)}" title="case {i}: {_e(o)}">{i}</span>'
+        f'<span class="case o-{_e(o)}" title="{_e(_case_label(i, names))}: {_e(o)}">{i}</span>'
         for i, o in enumerate(outcomes)
     )
     ok = outcomes.count("ok")
-    return f'<h4>Hidden cases ({ok} of {len(outcomes)} ok)</h4><div class="cases">{cells}</div>'
+    failed = [
+        f"<li>{_e(_case_label(i, names))}: <b>{_e(o)}</b></li>"
+        for i, o in enumerate(outcomes)
+        if o != "ok" and i < len(names) and names[i]
+    ]
+    listed = f'<ul class="named">{"".join(failed)}</ul>' if failed else ""
+    return (
+        f'<h4>Hidden cases ({ok} of {len(outcomes)} ok)</h4><div class="cases">{cells}</div>'
+        + listed
+    )
+
+
+def _explain(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
+    """Arguments, expected and actual values of failed cases (rows graded with --explain)."""
+    entries = [e for e in row.get("explain") or [] if isinstance(e, Mapping)]
+    if not entries:
+        return ""
+    out = [f"<h4>Failed cases, explained ({len(entries)})</h4>", '<table class="explain">']
+    out.append("<tr><th>case</th><th>args</th><th>expected</th><th>actual</th></tr>")
+    for e in entries:
+        i = e.get("case")
+        label = _case_label(i, names) if isinstance(i, int) else "case ?"
+        if e.get("name") and not (isinstance(i, int) and i < len(names) and names[i]):
+            label += f" ({e['name']})"
+        args = _json(e.get("args"))
+        if e.get("kwargs"):
+            args += " " + _json(e.get("kwargs"))
+        out.append(
+            f"<tr><td>{_e(label)}<br><b>{_e(e.get('outcome'))}</b></td>"
+            f"<td><code>{_e(args)}</code></td><td><code>{_e(_json(e.get('expect')))}</code></td>"
+            f"<td><code>{_e(_json(e.get('got')))}</code></td></tr>"
+        )
+    out.append("</table>")
+    if isinstance(ce := row.get("counterexample"), Mapping):
+        out.append(
+            f'<p class="kv">smallest counterexample: case {_e(ce.get("case"))} with '
+            f"<code>{_e(_json(ce.get('args')))}</code>, expected "
+            f"<code>{_e(_json(ce.get('expect')))}</code></p>"
+        )
+    return "".join(out)
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 400 else text[:400] + "\u2026"
+
+
+def _finding_lines(row: Mapping[str, Any]) -> set[int]:
+    static = row.get("static")
+    if not isinstance(static, Mapping):
+        return set()
+    return {
+        f["line"]
+        for f in static.get("findings") or []
+        if isinstance(f, Mapping) and isinstance(f.get("line"), int)
+    }
 
 
 def _facts(row: Mapping[str, Any]) -> str:
@@ -580,12 +556,14 @@ def _judge(row: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _code_block(code: str | None) -> str:
+def _code_block(code: str | None, marked: set[int] | None = None) -> str:
     if code is None:
         return ""
     cut = code[:_CODE_CAP]
+    hits = marked or set()
     spans = "".join(
-        f"<span><i>{n}</i>{_e(text)}</span>" for n, text in enumerate(cut.splitlines(), 1)
+        f"<span{' class=hit' if n in hits else ''}><i>{n}</i>{_e(text)}</span>"
+        for n, text in enumerate(cut.splitlines(), 1)
     )
     note = f" (first {_CODE_CAP} characters)" if len(code) > _CODE_CAP else ""
     opened = " open" if code.count("\n") < _OPEN_CODE_LINES else ""

@@ -1,9 +1,10 @@
 """Loading a run's inputs: hidden cases, public tasks and samples, checked together.
 
 Everything is validated before any work starts: a bad line anywhere is reported
-as ``file:line: what is wrong`` and the run does not start (unless the caller
-asks to skip bad lines, in which case the problems are returned for the
-summary and the bad samples are left out, never silently).
+as ``file:line: what is wrong`` and the run does not start. A caller may ask to
+skip bad lines of samples.jsonl and public.jsonl (the problems are returned for
+the summary and the bad samples are left out, never silently); bad lines of
+hidden.jsonl always stop the run: the deciding cases are never dropped.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def load_inputs(
     """Load and cross-check all inputs of a grading run.
 
     Every file is read even when an earlier one is bad, so one run shows all problems.
+    ``skip_bad_lines`` applies to samples and public tasks only, never to hidden cases.
 
     Raises:
         BadInput: Every problem found, as ``file:line: what is wrong``.
@@ -97,9 +99,7 @@ def load_inputs(
         problems.extend(found)
         return value
 
-    cases: list[HiddenCase] = attempt(
-        lambda: load_hidden(hidden, skip_bad_lines=skip_bad_lines), []
-    )
+    cases: list[HiddenCase] = attempt(lambda: load_hidden(hidden, skip_bad_lines=False), [])
     pub: dict[str, PublicTask] = {}
     if public is not None:
         pub = attempt(lambda: load_public(public, skip_bad_lines=skip_bad_lines), {})

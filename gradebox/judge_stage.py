@@ -19,6 +19,8 @@ rescue a failure.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -36,15 +38,38 @@ class JudgeStage:
     field = "judge"
     """The row field this stage fills."""
 
-    def __init__(self, judge: Judge, *, rubric: str | None = None) -> None:
+    def __init__(
+        self, judge: Judge, *, rubric: str | None = None, config: JudgeConfig | None = None
+    ) -> None:
         """Set up the stage.
 
         Args:
             judge: The judge (endpoint, cache, concurrency); closed by :meth:`close`.
             rubric: A rubric for every task, instead of each task's own.
+            config: The configuration ``judge`` was built from (endpoint and model used).
         """
         self.judge = judge
         self.rubric = rubric
+        self.config = config
+
+    @property
+    def base_url(self) -> str | None:
+        """The endpoint used."""
+        return self.config.base_url if self.config else None
+
+    @property
+    def model(self) -> str | None:
+        """The model used (from ``--judge-model`` or the environment)."""
+        return self.config.model if self.config else None
+
+    def rubric_digest(self, name: str | None) -> str:
+        """The digest of rubric ``name`` (or the override) and its prompt templates."""
+        rubric = self.judge.rubric(self.rubric or name or "default")
+        templates = json.dumps(dataclasses.asdict(rubric.prompt), sort_keys=True, default=str)
+        return (
+            f"{rubric.name}@{rubric.version}:{rubric.digest}:"
+            + hashlib.sha256(templates.encode("utf-8")).hexdigest()
+        )
 
     def item(self, g: Graded) -> JudgeItem | JudgeResult:
         """What the judge is asked about ``g``, or why it is not asked."""
@@ -93,7 +118,13 @@ class SkippedJudge:
             reason: The rows' ``reason``.
         """
         self.notice = notice
+        self.base_url: str | None = None
+        self.model: str | None = None
         self._row = JudgeResult.skipped("disabled", reason).to_row()
+
+    def rubric_digest(self, name: str | None) -> str:
+        """No rubric is used."""
+        return "none"
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
         """The same skipped annotation for every item."""
@@ -166,7 +197,7 @@ def open_judge_stage(
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        stage = JudgeStage(Judge(config), rubric=rubric)
+        stage = JudgeStage(Judge(config), rubric=rubric, config=config)
     except (JudgeConfigError, OSError) as exc:
         raise SetupError(f"judge: {exc}") from exc
     names = [rubric] if rubric else sorted(set(rubric_names))

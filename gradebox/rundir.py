@@ -3,21 +3,25 @@
 ::
 
     runs/NAME/
-      results.jsonl     one row per sample (each row also carries input_sha256)
-      summary.json      the end-of-run summary
-      manifest.json     tool versions, isolation and limits, judge model and
-                        fingerprints, sha256 of every input file, the options
-      report.html       the HTML report       (when asked for)
-      junit.xml         the JUnit report      (when asked for)
-      static.sarif      the static findings   (when asked for)
+      results.jsonl      one row per sample (each row also carries input_sha256)
+      summary.json       the end-of-run summary (with ``resume``: kept, graded, why)
+      manifest.json      tool versions, isolation and limits, the judge endpoint,
+                         model and rubric digests used, sha256 of every input file
+      fingerprints.json  per sample: the sha256 of each part its grade depended on
+      static.sarif       every static finding of the run (SARIF 2.1.0)
+      junit.xml          the JUnit report of every row
+      report.html        the HTML report of every row
 
-Resuming: every sample has an *input hash*, the sha256 of its own line, the
-hidden cases of its ``fn``, the public task of its ``fn`` and the run options
-that change a grade (limits, denylist, layers on or off). A row already in
+Resuming: every sample has a fingerprint (:mod:`gradebox.fingerprint`): the
+sha256 of each part its grade depended on (its own line, the hidden cases and
+public task of its ``fn``, the lockfile, policy, reference, properties and
+rubric contents, the judge endpoint and model, tool versions, limits and
+options). Its input hash is the hash of that fingerprint. A row already in
 ``results.jsonl`` whose id and input hash both match is kept and the sample is
-not graded again; anything else (a changed sample, changed cases, changed
-options, an infra-error row, a line torn by a crash) is graded again. Rows are
-appended and flushed one by one, so a crashed run loses no finished row.
+not graded again; anything else (a changed part, an infra-error row, a line
+torn by a crash) is graded again, and ``fingerprints.json`` says which part
+changed. Rows are appended and flushed one by one, so a crashed run loses no
+finished row.
 
 Reading results for other commands (:func:`read_results`) is strict instead:
 every bad line is reported as ``file:line: what is wrong``.
@@ -49,9 +53,9 @@ __all__ = [
     "ResultsWriter",
     "RunDir",
     "file_sha256",
-    "input_hashes",
     "read_results",
     "tool_versions",
+    "write_atomic",
 ]
 
 HASH_FIELD = "input_sha256"
@@ -130,65 +134,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_hashes(
-    hidden: Path,
-    samples: Path,
-    public: Path | None = None,
-    *,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, str]:
-    """The input hash of every sample, by sample id.
-
-    A sample's hash covers its own line, the hidden cases of its ``fn`` (in file
-    order), the public task of its ``fn`` and ``options``. Lines are compared as
-    canonical JSON, so reformatting a file does not force a re-grade. Lines that
-    do not parse are left out (the loaders reject or skip them before grading).
-
-    Args:
-        hidden: ``hidden.jsonl``.
-        samples: ``samples.jsonl``.
-        public: ``public.jsonl``, if any.
-        options: Run options that change a grade (limits, denylist, layers, judge
-            model and rubric...); any JSON-serialisable mapping.
-
-    Returns:
-        ``{sample_id: sha256 hex}``.
-    """
-    cases: dict[str, list[str]] = {}
-    for obj in _objects(hidden):
-        cases.setdefault(str(obj.get("fn")), []).append(_canonical(obj))
-    tasks = {str(obj.get("fn")): _canonical(obj) for obj in _objects(public)} if public else {}
-    extra = _canonical(dict(options or {}))
-    per_fn: dict[str, str] = {}
-    out: dict[str, str] = {}
-    for obj in _objects(samples):
-        fn, sid = obj.get("fn"), obj.get("id")
-        if not isinstance(fn, str) or not isinstance(sid, str):
-            continue
-        if fn not in per_fn:
-            per_fn[fn] = _sha256("\n".join([*cases.get(fn, []), "", tasks.get(fn, "null")]))
-        out[sid] = _sha256("\n".join(["gradebox-input/1", _canonical(obj), per_fn[fn], extra]))
-    return out
-
-
-def _objects(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON Lines file; other lines are skipped."""
-    with path.open("rb") as fh:
-        for raw in fh:
-            with contextlib.suppress(ValueError, RecursionError):
-                obj = json.loads(raw)
-                if isinstance(obj, dict):
-                    yield obj
-
-
-def _canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def tool_versions() -> dict[str, str | None]:
     """Versions of Python, gradebox and the static tools (``None`` if not installed)."""
     versions: dict[str, str | None] = {
@@ -224,7 +169,7 @@ class RunDir:
     Typical use by ``gradebox grade --run-dir DIR``::
 
         run = RunDir(path)
-        hashes = input_hashes(hidden, samples, public, options=opts)
+        hashes = {sid: combine(parts) for sid, parts in prints.items()}
         kept = run.resume(hashes)                  # rows graded before, same inputs
         with run.append_results() as out:
             for row in grade([s for s in todo if s.id not in kept]):
@@ -262,6 +207,11 @@ class RunDir:
     def junit(self) -> Path:
         """``junit.xml``."""
         return self.path / "junit.xml"
+
+    @property
+    def fingerprints(self) -> Path:
+        """``fingerprints.json``: what each sample's grade depended on, part by part."""
+        return self.path / "fingerprints.json"
 
     @property
     def sarif(self) -> Path:
@@ -314,7 +264,7 @@ class RunDir:
         """
         kept = self.done_rows(hashes)
         self.create()
-        _write_atomic(self.results, "".join(_line(r) for r in kept.values()))
+        write_atomic(self.results, "".join(_line(r) for r in kept.values()))
         return kept
 
     @contextlib.contextmanager
@@ -324,16 +274,31 @@ class RunDir:
         with self.results.open("a", encoding="utf-8") as fh:
             yield ResultsWriter(fh)
 
+    def read_fingerprints(self) -> dict[str, dict[str, str]]:
+        """The fingerprints the last run recorded (``{}`` when missing or unreadable)."""
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(self.fingerprints.read_text("utf-8"))
+            samples = data.get("samples") if isinstance(data, dict) else None
+            if isinstance(samples, dict):
+                return {k: v for k, v in samples.items() if isinstance(v, dict)}
+        return {}
+
+    def write_fingerprints(self, prints: Mapping[str, Mapping[str, str]]) -> None:
+        """Record every sample's fingerprint (see :mod:`gradebox.fingerprint`)."""
+        self.create()
+        body = {"version": 1, "samples": {k: dict(v) for k, v in prints.items()}}
+        write_atomic(self.fingerprints, json.dumps(body, indent=1, sort_keys=True) + "\n")
+
     def reorder(self, order: Sequence[str]) -> None:
         """Rewrite ``results.jsonl`` in ``order`` (ids); rows of other ids follow."""
         rows = {r["id"]: r for r in self.rows()}
         ordered = [rows.pop(sid) for sid in order if sid in rows]
-        _write_atomic(self.results, "".join(_line(r) for r in [*ordered, *rows.values()]))
+        write_atomic(self.results, "".join(_line(r) for r in [*ordered, *rows.values()]))
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json``."""
         self.create()
-        _write_atomic(self.summary, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+        write_atomic(self.summary, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
 
     def write_manifest(
         self,
@@ -342,6 +307,9 @@ class RunDir:
         isolation: str,
         limits: Any,
         judge_model: str | None,
+        judge_base_url: str | None = None,
+        rubric_digests: Mapping[str, str] | None = None,
+        tools: Mapping[str, str | None] | None = None,
         rows: Iterable[Mapping[str, Any]] = (),
         options: Mapping[str, Any] | None = None,
         argv: Sequence[str] | None = None,
@@ -355,7 +323,10 @@ class RunDir:
             isolation: The isolation backend that ran the candidates.
             limits: The resource limits (a mapping or a dataclass such as
                 :class:`sandbox.types.Limits`).
-            judge_model: The configured judge model, if any.
+            judge_model: The judge model used (from the options or the environment).
+            judge_base_url: The judge endpoint used.
+            rubric_digests: Digest of each rubric (and its templates) in use, by name.
+            tools: Versions beyond :func:`tool_versions` (the sandbox interpreter).
             rows: The run's rows: the models and system fingerprints the judge
                 endpoint reported, and rubric versions, are collected from them.
             options: Other run options worth recording.
@@ -372,15 +343,20 @@ class RunDir:
             "created": self._created() or now,
             "updated": now,
             "argv": list(argv) if argv is not None else None,
-            "tools": tool_versions(),
+            "tools": {**tool_versions(), **dict(tools or {})},
             "isolation": {"backend": isolation, "limits": _plain(limits)},
-            "judge": {"model": judge_model, **_judge_seen(rows)},
+            "judge": {
+                "model": judge_model,
+                "base_url": judge_base_url,
+                "rubric_digests": dict(rubric_digests or {}),
+                **_judge_seen(rows),
+            },
             "inputs": {role: _file_entry(p) for role, p in inputs.items()},
             "options": dict(options or {}),
             "samples": {"rows": len(rows), "resumed": resumed},
         }
         self.create()
-        _write_atomic(self.manifest, json.dumps(manifest, indent=1, default=str) + "\n")
+        write_atomic(self.manifest, json.dumps(manifest, indent=1, default=str) + "\n")
         return manifest
 
     def _created(self) -> str | None:
@@ -425,7 +401,7 @@ def _line(row: Mapping[str, Any]) -> str:
     return text + "\n"
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     """Write through a temporary file in the same directory and rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gradebox.errors import BadInput
-from gradebox.rundir import HASH_FIELD, RunDir, input_hashes, read_results, tool_versions
+from gradebox.fingerprint import changed_parts, combine, fingerprints
+from gradebox.rundir import HASH_FIELD, RunDir, read_results, tool_versions
 from sandbox.types import Limits
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -31,6 +32,20 @@ def _edit(path: Path, change) -> None:
 def _ids_of(fn: str) -> set[str]:
     rows = [json.loads(line) for line in (EXAMPLES / "samples.jsonl").read_text().splitlines()]
     return {r["id"] for r in rows if r["fn"] == fn}
+
+
+def input_hashes(hidden, samples, public=None, *, options=None):
+    prints = fingerprints(
+        hidden=hidden,
+        samples=samples,
+        public=public,
+        files={},
+        judge=None,
+        tools={},
+        limits=Limits(),
+        options=options or {},
+    )
+    return {sid: combine(parts) for sid, parts in prints.items()}
 
 
 def _changed(a: dict[str, str], b: dict[str, str]) -> set[str]:
@@ -76,6 +91,24 @@ def test_options_change_every_hash(inputs):
     after = input_hashes(*inputs, options={"case_timeout_s": 5.0})
     assert _changed(before, after) == set(before)
     assert input_hashes(*inputs, options={"case_timeout_s": 2.0}) == before
+
+
+def test_changed_parts_name_what_changed():
+    old = {"sample": "a", "hidden": "b", "lockfile": "c"}
+    assert changed_parts(old, old | {"lockfile": "d"}) == ["lockfile"]
+    assert changed_parts(old, old | {"sample": "x", "hidden": "y"}) == ["sample", "hidden"]
+    assert changed_parts(None, old) == ["unknown"]
+
+
+def test_fingerprints_round_trip_through_the_run_dir(tmp_path, inputs):
+    run = RunDir(tmp_path / "run")
+    assert run.read_fingerprints() == {}
+    prints = fingerprints(
+        hidden=inputs[0], samples=inputs[1], public=inputs[2], files={}, judge=None,
+        tools={"gradebox": "1"}, limits=Limits(), options={},
+    )  # fmt: skip
+    run.write_fingerprints(prints)
+    assert run.read_fingerprints() == prints
 
 
 def _rows(ids, **extra):
@@ -147,6 +180,8 @@ def test_manifest(tmp_path, inputs):
     assert on_disk["isolation"]["limits"]["case_timeout_s"] == 3.0
     assert on_disk["judge"] == {
         "model": "m",
+        "base_url": None,
+        "rubric_digests": {},
         "models_seen": ["m-2024"],
         "system_fingerprints": ["fp_1"],
         "rubrics": ["default@1"],
