@@ -43,17 +43,21 @@ class _LazyGroup(click.Group):
 
 @click.group(
     cls=_LazyGroup,
+    invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(package_name="gradebox")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Grade AI-generated Python code: hidden tests in a sandbox first.
 
     \b
     Example:
       gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
-                     --samples examples/samples.jsonl --out results.jsonl
+                     --samples examples/samples.jsonl --out /tmp/results.jsonl
     """  # noqa: D301 - click needs a real \b to keep the example as written
+    if ctx.invoked_subcommand is None:  # bare `gradebox`: the help, and success
+        click.echo(ctx.get_help())
 
 
 def main() -> None:

@@ -467,7 +467,7 @@ def _manifest(
     judge = stages.judge
     digests: dict[str, str] = {}
     if judge is not None and used is not None and used.judge is not None:
-        digests = {d.split(":", 1)[0]: d for d in used.judge.rubrics.values()}
+        digests = {d.split("@", 1)[0]: d for d in used.judge.rubrics.values()}
     return {
         "inputs": {
             "hidden": config.hidden,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -385,3 +387,32 @@ def test_explain_shows_a_shrunk_counterexample_for_a_generated_case(tmp_path):
     ce = row["counterexample"]
     assert ce["case"] in row["failed"]
     assert ce["args"] == [-1] and ce["expect"] == 1  # the smallest negative input
+
+
+def test_skip_bad_lines_never_drops_hidden_cases(tmp_path):
+    (tmp_path / "h.jsonl").write_text(
+        '{"fn": "inc", "args": [1], "expect": 2}\n{"fn": "inc", "args": [2], "expect": \n'
+    )
+    (tmp_path / "s.jsonl").write_text(
+        '{"id": "a", "fn": "inc", "code": "def inc(x):\\n    return x + 1\\n"}\n'
+    )
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl"),
+            "--skip-bad-lines", "--no-static", "--no-judge", "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "h.jsonl:2:" in res.stderr
+    assert not out.exists()
+
+
+def test_bare_gradebox_prints_help_and_exits_0():
+    exe = Path(sys.executable).with_name("gradebox")
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: gradebox")
+    assert "grade" in done.stdout and "Example:" in done.stdout
+    assert CliRunner().invoke(cli, []).exit_code == 0

@@ -419,3 +419,64 @@ def test_summary_judge_agreement_with_hidden_tests(pairs, kappa):
     assert j["mismatches"] == sum(1 for v, _ in pairs if v == "mismatch")
     text = format_summary(summarize(rows), seconds=1.0, backend="bwrap")
     assert "judge: scored" in text and "static:" not in text
+
+
+# -- resuming with the judge: what the environment and rubric files changed ---------------
+
+
+def _resume(args: list[str], env: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+    res = CliRunner().invoke(cli, args, env=env)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((Path(args[args.index("--run-dir") + 1]) / "manifest.json").read_text())
+    return res.stderr, manifest
+
+
+def test_resume_sees_the_judge_model_and_endpoint_from_the_environment(server, tmp_path):
+    samples = [{"id": "good", "fn": "inc", "code": GOOD}, {"id": "bad", "fn": "inc", "code": WRONG}]
+    args = [*_inputs(tmp_path, samples), "--no-static", "--run-dir", str(tmp_path / "run")]
+    _, manifest = _resume(args, _env(server, tmp_path))
+    assert manifest["judge"]["model"] == "judge-model"  # from GRADEBOX_JUDGE_MODEL
+    assert manifest["judge"]["base_url"] == server.base_url
+    assert manifest["judge"]["rubric_digests"]["default"].startswith("default@")
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "resuming: 2 samples" in stderr and "regraded" not in stderr
+    stderr, manifest = _resume(args, _env(server, tmp_path, GRADEBOX_JUDGE_MODEL="other"))
+    assert "regraded 2: judge changed (good, bad)" in stderr
+    assert manifest["judge"]["model"] == "other"
+    base = server.base_url.replace("127.0.0.1", "localhost")
+    stderr, _ = _resume(args, _env(server, tmp_path, GRADEBOX_JUDGE_MODEL="other",
+                                   GRADEBOX_JUDGE_BASE_URL=base))  # fmt: skip
+    assert "regraded 2: judge changed (good, bad)" in stderr
+
+
+def test_resume_sees_a_rubric_file_changed_at_the_same_path(server, tmp_path):
+    rubric = tmp_path / "mine.toml"
+    rubric.write_text((ROOT / "rubrics" / "intent.toml").read_text())
+    args = [
+        *_inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}]),
+        "--no-static", "--judge-rubric", str(rubric), "--run-dir", str(tmp_path / "run"),
+    ]  # fmt: skip
+    _resume(args, _env(server, tmp_path))
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "regraded" not in stderr
+    rubric.write_text(rubric.read_text().replace("Misses a central requirement.", "Misses one."))
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "regraded 1: rubric changed (good)" in stderr
+
+
+def test_an_unreachable_judge_ends_the_run_with_one_warning(server, tmp_path):
+    server.reply = lambda body: (400, {"error": {"message": "unknown model", "type": "x"}})
+    samples = [{"id": "good", "fn": "inc", "code": GOOD}, {"id": "bad", "fn": "inc", "code": WRONG}]
+    args = [*_inputs(tmp_path, samples), "--no-static", "--no-judge-cache"]
+    rows, stderr = _grade(args, _env(server, tmp_path))
+    assert {r["judge"]["status"] for r in rows.values()} == {"unavailable"}
+    lines = [line for line in stderr.splitlines() if "unreachable" in line]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("gradebox grade: warning:") and "2 unavailable" in lines[0]
+    assert stderr.rstrip().endswith(lines[0])
+
+
+def test_a_judge_that_answers_gives_no_unreachable_warning(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    _, stderr = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    assert "unreachable" not in stderr
