@@ -419,7 +419,9 @@ class _Run:
         self.timeouts = 0
         self.next = 0
         self.stopped = False
-        self.since = 0.0  # our clock: when the running case started
+        self.since = 0.0  # our clock: when the running case started, at the latest
+        self.floor = 0.0  # ... and at the earliest
+        self.last_look = 0.0  # when we last looked at the region
         self.fresh = True  # no frame yet from the current child
 
     def deadline(self) -> float:
@@ -435,13 +437,13 @@ class _Run:
         Each frame is copied once, when we first see it, and the next case's clock
         starts then: rewriting the region later changes neither a result nor a clock.
         """
+        look = time.monotonic()
         try:
             frames = region.take(self.max_frame)
         except BadFrame as exc:
             self.fail_one("crash", str(exc))
             return False
         for raw in frames:
-            now = time.monotonic()
             if self.fresh and (msg := check_load_error(raw)) is not None:
                 self.fail_rest("crash", msg)
                 self.stopped = True
@@ -451,12 +453,16 @@ class _Run:
                 self.fail_last("crash", "unexpected extra result frame")
                 return False
             try:
-                self.obs[self.next] = check_frame(raw, self.next, now - self.since)
+                self.obs[self.next] = check_frame(raw, self.next, look - self.floor)
             except BadFrame as exc:
                 self.fail_one("crash", str(exc))
                 return False
             self.next += 1
-            self.since = now
+            # The next case started when this frame was published: after our previous
+            # look (``floor``, a true bound on its duration) and before this one
+            # (``since``, where its clock starts: at most one poll in its favour).
+            self.since, self.floor = look, self.last_look
+        self.last_look = look
         return True
 
     def watch(self, pid: int, region: Region, wake: int, out_fd: int, err_fd: int) -> str:
@@ -468,7 +474,8 @@ class _Run:
         sinks = {out_fd: self.out, err_fd: self.err}
         for fd in (wake, *sinks):
             sel.register(fd, selectors.EVENT_READ)
-        self.since, self.fresh = time.monotonic(), True
+        self.since = self.floor = self.last_look = time.monotonic()
+        self.fresh = True
         try:
             while True:
                 if not self.take(region):
