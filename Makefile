@@ -6,46 +6,67 @@ PY      ?= python3
 VENV    ?= .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
+DEV     := $(VENV)/.installed-dev
+DEMO_OUT ?= /tmp/gradebox-demo/results.jsonl
 
-.PHONY: demo test lint typecheck unit bench system-deps clean
+.PHONY: demo test lint typecheck unit bench system-deps test-system-deps clean
 
+# The demo needs the package and its runtime dependencies only.
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install -qq --upgrade pip
+	$(BIN)/pip install -qq -e .
 	@touch $(STAMP)
 
-# bubblewrap is the default isolation; /usr/bin/python3 runs candidates; chromium
-# renders the HTML report in its test (the test skips, saying so, without it).
-SYSTEM_PKGS := bubblewrap libseccomp2 python3 chromium fonts-liberation
+# Tests add the dev extras and a browser for the HTML report's test.
+$(DEV): $(STAMP)
+	@$(MAKE) --no-print-directory test-system-deps
+	$(BIN)/pip install -qq -e '.[dev]'
+	@touch $(DEV)
+
+# bubblewrap is the default isolation; /usr/bin/python3 runs candidates.
+SYSTEM_PKGS := bubblewrap libseccomp2 python3
+# chromium renders the HTML report in its test (the test skips, saying so, without it).
+TEST_PKGS := chromium fonts-liberation
+
+define apt_install
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null; \
+	else \
+	  echo "gradebox needs: $(1) (e.g. sudo apt-get install -y $(1))"; \
+	fi
+endef
 
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ] || ! command -v chromium >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PKGS) >/dev/null; \
-	  else \
-	    echo "gradebox needs: $(SYSTEM_PKGS) (e.g. sudo apt-get install -y $(SYSTEM_PKGS))"; \
-	  fi; \
+	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ]; then \
+	  $(call apt_install,$(SYSTEM_PKGS)); \
 	fi
 
-demo: $(STAMP)
-	$(BIN)/gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \
-	  --samples examples/samples.jsonl --out examples/results.jsonl
+test-system-deps:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  $(call apt_install,$(TEST_PKGS)); \
+	fi
 
-lint: $(STAMP)
+# Writes to a scratch path, not into the checkout.
+demo: $(STAMP)
+	@mkdir -p $(dir $(DEMO_OUT))
+	$(BIN)/gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \
+	  --samples examples/samples.jsonl --out $(DEMO_OUT)
+
+lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check sandbox static judge rubrics gradebox
 
-typecheck: $(STAMP)
+typecheck: $(DEV)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(DEV)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 test: lint typecheck unit
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(BIN)/python bench/throughput.py --setup-peers
 
 clean:

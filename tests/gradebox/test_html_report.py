@@ -261,3 +261,35 @@ def test_hostile_report_is_inert_in_chromium(tmp_path, run):
     assert "<title>safe title</title>" in dom.stdout and "pwned</title>" not in dom.stdout
     assert dom.stdout.count("<script") == 1 and "<img" not in dom.stdout
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom.stdout
+
+
+def test_report_of_a_real_run_shows_code_case_names_and_explained_failures(tmp_path):
+    """A real grade with --explain: escaped code, finding lines marked, names, values."""
+    from click.testing import CliRunner
+
+    from gradebox.cli import cli
+
+    (tmp_path / "h.jsonl").write_text(
+        '{"fn": "inc", "args": [41], "expect": 42, "name": "the answer"}\n'
+        '{"fn": "inc", "args": [1], "expect": 2}\n'
+    )
+    code = "import json\n\n\ndef inc(x):\n    return x if x < 40 else '<b>no</b>'\n"
+    (tmp_path / "s.jsonl").write_text(json.dumps({"id": "s1", "fn": "inc", "code": code}) + "\n")
+    html_path = tmp_path / "r.html"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade", "--hidden", str(tmp_path / "h.jsonl"), "--samples", str(tmp_path / "s.jsonl"),
+            "--no-judge", "--explain", "--jobs", "1", "--html", str(html_path),
+        ],
+        env={"GRADEBOX_JUDGE_BASE_URL": None, "OPENAI_API_KEY": None},
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = html_path.read_text()
+    assert "code is not on the row" not in text
+    assert "&#x27;&lt;b&gt;no&lt;/b&gt;&#x27;" in text and "<b>no</b>" not in text
+    assert "<span class=hit><i>1</i>import json</span>" in text  # F401 on line 1, marked
+    assert "case 0 (the answer)" in text
+    assert "Failed cases, explained (2)" in text
+    assert "<code>[41]</code>" in text and "<code>42</code>" in text
+    assert "&lt;b&gt;no&lt;/b&gt;" in text.split("Failed cases, explained")[1]
