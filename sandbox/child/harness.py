@@ -74,6 +74,9 @@ _STOP_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 _CLEAN_DIRS = ("/tmp", "/dev/shm")
 _REGION_BYTES = 64 * 1024 * 1024
 _POLL_S = 0.05
+#: A pause between two looks at the region longer than this (we were stopped or
+#: starved) makes results published meanwhile past their deadline untrusted.
+_GAP_S = 0.25
 #: Exit codes of the job process, read by init.
 EXIT_CLEAN, EXIT_DIRTY, EXIT_EOF, EXIT_BAD_JOB = 0, 10, 11, 12
 
@@ -422,6 +425,7 @@ class _Run:
         self.since = 0.0  # our clock: when the running case started, at the latest
         self.floor = 0.0  # ... and at the earliest
         self.last_look = 0.0  # when we last looked at the region
+        self.late = False  # a look came too late to vouch for the running case
         self.fresh = True  # no frame yet from the current child
 
     def deadline(self) -> float:
@@ -438,6 +442,12 @@ class _Run:
         starts then: rewriting the region later changes neither a result nor a clock.
         """
         look = time.monotonic()
+        if look - self.last_look > _GAP_S and self.next < self.n and self.deadline() < look:
+            # We did not look for a while (the candidate can stop us: same uid), and the
+            # running case's deadline passed meanwhile: whatever it published now may
+            # have come late, and nothing tells us it did not.
+            self.late = True
+            return False
         try:
             frames = region.take(self.max_frame)
         except BadFrame as exc:
@@ -475,11 +485,11 @@ class _Run:
         for fd in (wake, *sinks):
             sel.register(fd, selectors.EVENT_READ)
         self.since = self.floor = self.last_look = time.monotonic()
-        self.fresh = True
+        self.fresh, self.late = True, False
         try:
             while True:
                 if not self.take(region):
-                    return "broke"
+                    return "timeout" if self.late else "broke"
                 if self.next >= self.n:
                     return "exited"  # every case answered: nothing left to wait for
                 now = time.monotonic()
@@ -504,7 +514,9 @@ class _Run:
         """After the child's tree is dead: take its last frames, then decide what ended it."""
         # After a timeout, what the child published past its deadline does not count.
         if ended == "exited" and not self.take(region):
-            return
+            if not self.late:
+                return
+            ended = "timeout"
         if self.next >= self.n or ended == "broke" or self.stopped:
             return
         if ended == "timeout":

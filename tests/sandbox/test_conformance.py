@@ -1149,3 +1149,15 @@ def test_results_region_is_read_once_and_validated(shared_sandbox: Any, mode: st
         assert 0.0 <= obs.duration_s <= elapsed, obs
     assert_valid_unicode(res)
     assert_still_grades(shared_sandbox)
+
+
+def test_stopping_the_job_process_does_not_stop_the_clock(shared_sandbox: Any) -> None:
+    cases = [make_case("f", 1, expect=2), make_case("f", 2, expect=3)]
+    res, elapsed = run_bounded(shared_sandbox, attack("stop_the_clock"), cases)
+    assert res.infra_error is None, res.infra_error
+    got = outcomes(cases, res)
+    assert got[0] == "timeout", (
+        f"a case limited to {LIMITS.case_timeout_s} s computed for 2.5 s while the job "
+        f"process was stopped and was judged {got}"
+    )
+    assert_still_grades(shared_sandbox)
