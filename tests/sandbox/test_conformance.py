@@ -1160,4 +1160,5 @@ def test_stopping_the_job_process_does_not_stop_the_clock(shared_sandbox: Any) -
         f"a case limited to {LIMITS.case_timeout_s} s computed for 2.5 s while the job "
         f"process was stopped and was judged {got}"
     )
+    assert elapsed <= LIMITS.candidate_timeout_s + WORKER_GRACE_S, f"took {elapsed:.1f} s"
     assert_still_grades(shared_sandbox)
