@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -416,3 +417,34 @@ def test_bare_gradebox_prints_help_and_exits_0():
     assert done.stdout.startswith("Usage: gradebox")
     assert "grade" in done.stdout and "Example:" in done.stdout
     assert CliRunner().invoke(cli, []).exit_code == 0
+
+
+def test_readme_documents_every_row_field_outcome_and_reason(example_rows):
+    from typing import get_args
+
+    from gradebox.verdict import Reason
+    from sandbox.types import CaseOutcome
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| field | what it holds |") :]
+    rows, _ = example_rows
+    fields = {k for r in rows.values() for k in r} | {"explain", "counterexample", "input_sha256"}
+    for name in fields:
+        assert f"`{name}`" in table.split("Outcome labels")[0], name
+    labels = table[table.index("| label | meaning |") :]
+    for label in get_args(CaseOutcome):
+        assert f"| `{label}` |" in labels, label
+    for reason in get_args(Reason):
+        assert f"`{reason}`" in table, reason
+
+
+def test_readme_grade_examples_write_to_scratch_paths_and_name_real_files():
+    readme = (ROOT / "README.md").read_text()
+    blocks = readme.split("```sh")[1:]
+    grade = [b.split("```")[0] for b in blocks if "gradebox grade" in b]
+    assert grade
+    for block in grade:
+        for out in re.findall(r"--(?:out|sarif|junit|html) (\S+)", block):
+            assert out.startswith("/tmp/"), out
+        for path in re.findall(r"\$E/(\S+)", block):
+            assert (EXAMPLES / path).is_file(), path
