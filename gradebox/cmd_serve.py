@@ -122,6 +122,14 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="Seconds for extract and gate of one sample (then needs_review, not graded).",
 )
 @click.option(
+    "--front-workers",
+    type=click.IntRange(1, 256),
+    default=8,
+    show_default=True,
+    help="Processes for extract and gate; keep it above --per-token-concurrency, so one "
+    "client's samples that are slow to check never hold them all.",
+)
+@click.option(
     "--max-code-chars",
     type=click.IntRange(1),
     default=128 * 1024,
@@ -247,6 +255,7 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         body_timeout_s=o["body_timeout"],
         parse_budget_s=o["parse_budget"],
         front_budget_s=o["front_budget"],
+        front_workers=o["front_workers"],
         max_code_chars=o["max_code_chars"],
         token_queue_runs=o["token_queue_runs"],
         token_queue_samples=o["token_queue_samples"],

@@ -43,22 +43,20 @@ The function
     imports, constants and assigned lambdas are allowed.
 
 Code that does not parse is passed through as ``ok``: the gate reports it as a
-syntax error, not a contract failure.
+syntax error, not a contract failure. Parsing goes through
+:func:`static.source.parse_module`, the one thread-safe, silent parse.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import threading
-import warnings
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CANDIDATE_FILENAME", "Contract", "Extraction", "extract", "parse_quietly", "quiet"]
+from static.source import parse_module
 
-CANDIDATE_FILENAME = "<candidate>"
-"""The file name candidate code is parsed and compiled under; its warnings are ignored."""
+__all__ = ["Contract", "Extraction", "extract"]
 
 Contract = Literal["ok", "no_code", "multiple_blocks", "multiple_functions", "missing_function"]
 """Whether the reply kept the task's code contract, and if not, how it broke it."""
@@ -181,19 +179,19 @@ def _is_python_block(block: _Block) -> bool:
         return False
     if block.tag:
         return block.tag in _PYTHON_TAGS
-    if _parse(block.code) is None:
+    if parse_module(block.code) is None:
         lines = (line.lstrip() for line in block.code.split("\n"))
         return any(line.startswith(_DEFINITION_LINE) for line in lines)
     return _is_program(block.code)
 
 
 def _is_program(code: str) -> bool:
-    tree = _parse(code)
+    tree = parse_module(code)
     return tree is not None and any(not isinstance(s, ast.Expr) for s in tree.body)
 
 
 def _is_usage(code: str, fn: str) -> bool:
-    tree = _parse(code)
+    tree = parse_module(code)
     if tree is None:
         return False
     names = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == fn]
@@ -225,7 +223,7 @@ def _where(block: _Block, dropped: int) -> str:
 
 
 def _checked(code: str, where: str, prose: str, fn: str, helpers_allowed: bool) -> Extraction:
-    tree = _parse(code)
+    tree = parse_module(code)
     if tree is None:
         return Extraction(code, "ok", f"{where}; does not parse (left to the gate)", prose)
     contract, problem = _check_functions(tree, fn, helpers_allowed)
@@ -259,36 +257,3 @@ def _missing(tree: ast.Module, fn: str, found: _Def | None) -> str:
             return f"`{fn}` is only defined nested (line {node.lineno}), not at top level"
     defined = [f"`{s.name}`" for s in tree.body if isinstance(s, _Def)]
     return f"no top-level `def {fn}`; defined: {', '.join(defined) or 'nothing'}"
-
-
-def _parse(code: str) -> ast.Module | None:
-    return parse_quietly(code)
-
-
-# Parsing warns (invalid escapes, ``x is 1``), and a library must not print; under
-# ``-W error`` a warning would even become a SyntaxError. warnings.catch_warnings()
-# swaps process-wide state and is not thread-safe, so instead one filter ignores
-# whatever is raised for the candidate's file name only, whichever thread parses.
-_QUIET_FILTER = ("ignore", None, Warning, re.compile(re.escape(CANDIDATE_FILENAME) + r"\Z"), 0)
-_QUIET_LOCK = threading.Lock()
-
-
-def quiet() -> None:
-    """Make sure parsing or compiling under :data:`CANDIDATE_FILENAME` never warns.
-
-    Idempotent and thread-safe; checked on every parse because a
-    ``catch_warnings()`` block elsewhere restores the filters it found.
-    """
-    if _QUIET_FILTER not in warnings.filters:
-        with _QUIET_LOCK:
-            if _QUIET_FILTER not in warnings.filters:
-                warnings.filterwarnings("ignore", module=_QUIET_FILTER[3].pattern)
-
-
-def parse_quietly(code: str) -> ast.Module | None:
-    """Parse candidate code without warnings; ``None`` when it does not parse."""
-    quiet()
-    try:
-        return ast.parse(code, filename=CANDIDATE_FILENAME)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None

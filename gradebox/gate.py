@@ -2,10 +2,11 @@
 
 Three checks, none of which runs the candidate's code:
 
-- **syntax**: ``compile(code, "<candidate>", "exec", dont_inherit=True)``, which also
-  catches what a bare parse accepts (``return`` outside a function). Any input
-  gives a result, never an exception: null bytes, lone surrogates, nesting deep
-  enough to exhaust the parser's stack and huge sources are syntax errors.
+- **syntax**: :func:`static.source.syntax_problem`, a ``compile`` under
+  ``"<candidate>"``, which also catches what a bare parse accepts (``return``
+  outside a function). Any input gives a result, never an exception: null
+  bytes, lone surrogates, nesting deep enough to exhaust the parser's stack and
+  huge sources are syntax errors.
 - **banned imports**: an AST scan of ``import`` and ``from ... import`` anywhere
   in the code (inside functions too). ``import os``, ``import os.path``,
   ``from os import path``, ``from os.path import join`` and ``import os as o``
@@ -20,18 +21,20 @@ The import check is a fast reject, **not** a security boundary.
 ``getattr(__builtins__, ...)``, ``exec`` of a string and the like are
 deliberately not chased here: that arms race belongs to the sandbox, which must
 hold when this check is bypassed or switched off (an empty ``banned``).
+
+Every parse and compile goes through :mod:`static.source`, so the gate is safe
+from any number of threads at once and never prints a warning.
 """
 
 from __future__ import annotations
 
 import ast
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gradebox.extract import CANDIDATE_FILENAME, parse_quietly, quiet
 from static.claims import ClaimStatus, check_claim, find_claim
+from static.source import parse_module, syntax_problem
 
 __all__ = ["DEFAULT_BANNED", "GateResult", "SyntaxStatus", "check_syntax", "find_banned", "gate"]
 
@@ -101,18 +104,8 @@ def gate(
     syntax, syntax_detail = check_syntax(code)
     found = find_banned(code, banned) if syntax == "ok" else ()
     stated = claim if claim is not None else find_claim(claim_text)
-    if stated is None:
-        status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
-    else:
-        # static.claims parses inside warnings.catch_warnings(), which swaps process-wide
-        # state: two at once can leave every warning silenced for good. Only a stated
-        # claim parses, so only those wait here (one parse of size-capped code).
-        with _CLAIM_PARSE:
-            status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
+    status, detail = check_claim(code, fn, stated, allow_loops=allow_loops)
     return GateResult(syntax, syntax_detail, found, status, detail)
-
-
-_CLAIM_PARSE = threading.Lock()
 
 
 def check_syntax(code: str) -> tuple[SyntaxStatus, str]:
@@ -124,19 +117,8 @@ def check_syntax(code: str) -> tuple[SyntaxStatus, str]:
     Returns:
         ``("ok", "")`` or ``("error", detail)`` with a detail like ``line 3: invalid syntax``.
     """
-    quiet()  # SyntaxWarnings (``x is 1``) would be printed; a library must not print.
-    try:
-        compile(code, CANDIDATE_FILENAME, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        where = f"line {exc.lineno}: " if exc.lineno else ""
-        return "error", f"{where}{exc.msg}"
-    except ValueError as exc:  # null bytes (3.11), lone surrogates (UnicodeEncodeError)
-        return "error", f"source cannot be compiled: {exc}"
-    except RecursionError:
-        return "error", "nested too deeply to compile"
-    except MemoryError:  # CPython's parser reports stack overflow as MemoryError
-        return "error", "nested too deeply or too large to compile"
-    return "ok", ""
+    problem = syntax_problem(code)
+    return ("ok", "") if problem is None else ("error", problem)
 
 
 def find_banned(code: str, banned: Sequence[str]) -> tuple[str, ...]:
@@ -155,7 +137,7 @@ def find_banned(code: str, banned: Sequence[str]) -> tuple[str, ...]:
     if isinstance(banned, str):
         raise TypeError(f"banned must be a sequence of module names, not the string {banned!r}")
     entries = {name.strip() for name in banned if name.strip()}
-    tree = _parse(code) if entries else None
+    tree = parse_module(code) if entries else None
     if tree is None:
         return ()
     imported = [name for node in ast.walk(tree) for name in _imported_modules(node)]
@@ -173,7 +155,3 @@ def _imported_modules(node: ast.AST) -> list[str]:
 
 def _within(module: str, entry: str) -> bool:
     return module == entry or module.startswith(entry + ".")
-
-
-def _parse(code: str) -> ast.Module | None:
-    return parse_quietly(code)

@@ -13,11 +13,12 @@ verdict is settled once every stage has annotated a sample.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradebox.extract import Extraction, extract
 from gradebox.gate import DEFAULT_BANNED, GateResult, gate
@@ -27,7 +28,23 @@ from sandbox.compare import judge_case
 from sandbox.runner import Sandbox
 from sandbox.types import HiddenCase, Limits, Observation, PublicTask, RunResult
 
-__all__ = ["MAX_TEXT", "Front", "GradeConfig", "Grader", "Sample", "Task", "grade_all", "infra_row"]
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Semaphore
+
+__all__ = [
+    "MAX_TEXT",
+    "Front",
+    "FrontJob",
+    "FrontResult",
+    "GradeConfig",
+    "Grader",
+    "Sample",
+    "Task",
+    "check_front",
+    "grade_all",
+    "infra_row",
+    "warm_front",
+]
 
 MAX_TEXT = 500
 """Longest free text a row carries (``detail``, ``infra_error``): they can name
@@ -79,6 +96,71 @@ class GradeConfig:
     shrink: Callable[[str, str, int], HiddenCase | None] | None = None
     """``(fn, code, case index) -> smaller failing case`` for property-generated cases;
     its result goes on the row (``counterexample``) only with ``explain``."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontJob:
+    """What extract and gate read of one sample: plain values, picklable for a worker process."""
+
+    fn: str
+    """The task's function name."""
+    reply: str | None
+    """The sample's raw model reply, or ``None``."""
+    code: str | None
+    """The sample's code as is, or ``None``."""
+    claim: str | None
+    """The sample's explicit complexity claim, or ``None``."""
+    banned: tuple[str, ...]
+    """The import denylist that applies."""
+    helpers_allowed: bool
+    """The task accepts top-level functions other than ``fn``."""
+    allow_loops: bool
+    """The task allows loops, so an O(1) claim is not checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontResult:
+    """What extract and gate found for one :class:`FrontJob`; picklable."""
+
+    extraction: Extraction
+    """The code and the contract check."""
+    gate: GateResult
+    """Syntax, banned imports and the claim check."""
+
+
+def check_front(job: FrontJob) -> FrontResult:
+    """Extract and gate one sample: pure Python on its text, safe in any thread or process.
+
+    Args:
+        job: The sample's text and its task's rules.
+
+    Returns:
+        The extraction and the gate's findings; never raises for any sample text.
+    """
+    ext = extract(reply=job.reply, code=job.code, fn=job.fn, helpers_allowed=job.helpers_allowed)
+    g = gate(
+        ext.code,
+        fn=job.fn,
+        banned=job.banned,
+        claim_text=ext.claim_text,
+        claim=job.claim,
+        allow_loops=job.allow_loops,
+    )
+    return FrontResult(ext, g)
+
+
+def warm_front(ready: Semaphore) -> None:
+    """Make this process a worker for :func:`check_front`, then release ``ready``.
+
+    The initializer of a pool process: it runs the front once (imports, caches),
+    so whoever started it learns, by acquiring ``ready``, that it can take a
+    sample at once. SIGTERM is made to end it at once: a Python handler would
+    only run after a parse in progress (up to seconds), and the worker holds
+    nothing that needs cleaning up.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    check_front(FrontJob("f", None, "def f():\n    return 1\n", None, (), False, False))
+    ready.release()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,24 +226,24 @@ class Grader:
         return self.grade_cases(sample, self.front(sample))
 
     def front(self, sample: Sample) -> Front:
-        """Extract and gate one sample: pure Python on its text, safe in any thread at once."""
+        """Extract and gate one sample in this thread: safe in any number of threads at once."""
         t0 = time.perf_counter()
-        pub = self.tasks[sample.fn].public
-        ext = extract(
+        found = check_front(self.front_job(sample))
+        return Front(found.extraction, found.gate, t0)
+
+    def front_job(self, sample: Sample) -> FrontJob:
+        """What :func:`check_front` needs of ``sample`` (to run it elsewhere, e.g. a process)."""
+        task = self.tasks[sample.fn]
+        pub = task.public
+        return FrontJob(
+            fn=sample.fn,
             reply=sample.reply,
             code=sample.code,
-            fn=sample.fn,
-            helpers_allowed=bool(pub and pub.helpers_allowed),
-        )
-        g = gate(
-            ext.code,
-            fn=sample.fn,
-            banned=self.banned_for(self.tasks[sample.fn]),
-            claim_text=ext.claim_text,
             claim=sample.claim,
+            banned=tuple(self.banned_for(task)),
+            helpers_allowed=bool(pub and pub.helpers_allowed),
             allow_loops=bool(pub and pub.allow_loops),
         )
-        return Front(ext, g, t0)
 
     def grade_cases(self, sample: Sample, front: Front) -> Graded:
         """Run the hidden cases of a sample that went through :meth:`front`."""

@@ -33,7 +33,8 @@ The scan is linear in the text: every match looks at a bounded window around
 itself (40 characters for a closing parenthesis, 60 before, 40 after), and
 repeated claims are merged through a dict, so a long reply cannot stall a caller.
 
-This module uses only the standard library and imports no other layer.
+Code is parsed with :func:`static.source.parse_module` (thread-safe, silent).
+This module imports no other layer.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-import warnings
 from typing import Literal
+
+from static.source import parse_module
 
 __all__ = ["ClaimStatus", "check_claim", "find_claim"]
 
@@ -237,7 +239,7 @@ def _qualify(bound: str, context: list[str]) -> str:
 
 
 def _check_constant(code: str, fn: str) -> tuple[ClaimStatus, str]:
-    tree = _parse(code)
+    tree = parse_module(code)
     if tree is None:
         return "unchecked", "the code does not parse"
     functions: _Functions = {
@@ -279,13 +281,3 @@ def _called_names(nodes: list[ast.AST]) -> list[ast.Name]:
 
 def _line(node: ast.AST) -> int:
     return int(getattr(node, "lineno", 0))
-
-
-def _parse(code: str) -> ast.Module | None:
-    # Parsing can warn (invalid escapes); a library must not print.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(code)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None

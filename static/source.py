@@ -19,12 +19,23 @@ When a tool still says it could not parse a file, :func:`uncompilable` says
 whether the code compiles: if it does, the tool failed (a ``ToolError`` for that
 file), and the candidate has no syntax error to report.
 
-:func:`parse` is the one way the static layers parse a candidate in this
-process. CPython 3.11 before 3.11.8 keeps the AST constructor's recursion depth
-in per-interpreter state (python/cpython#106905): two threads converting ASTs
-at once can make an honest candidate's ``ast.parse`` raise ``SystemError: AST
-constructor recursion depth mismatch``, so a deep candidate in one thread can
-break another's. Our parses take one lock and retry that error.
+Candidate code is parsed and compiled in this process only through
+:func:`parse`, :func:`parse_module` and :func:`syntax_problem` (the grader's
+extract and gate, the claim check, the static layers' own reads). CPython 3.11
+before 3.11.8 keeps the AST constructor's recursion depth in per-interpreter
+state (python/cpython#106905): when one thread's conversion is interrupted (a
+garbage collection running a Python finalizer lets another thread in) and
+another thread converts meanwhile, one of them raises ``SystemError: AST
+constructor recursion depth mismatch`` -- so a deep candidate in one thread can
+break an honest one in another. Every parse and compile here takes one lock,
+which costs no concurrency: the GIL is held for a whole parse anyway. A
+``SystemError`` (from a parse elsewhere that skipped the lock) is retried.
+
+They never print: whatever the compiler warns (``x is 1``, invalid escapes) for
+:data:`CANDIDATE_FILENAME` is ignored by one warnings filter kept in place,
+whichever thread parses, instead of ``warnings.catch_warnings()``, which swaps
+process-wide state and is not thread-safe. Under ``-W error`` a warning would
+otherwise even become a ``SyntaxError``.
 """
 
 from __future__ import annotations
@@ -36,16 +47,30 @@ import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from static.findings import ToolError
 
-__all__ = ["for_tools", "parse", "uncompilable"]
+__all__ = [
+    "CANDIDATE_FILENAME",
+    "for_tools",
+    "parse",
+    "parse_module",
+    "syntax_problem",
+    "uncompilable",
+]
+
+CANDIDATE_FILENAME = "<candidate>"
+"""The file name candidate code is parsed and compiled under; its warnings are ignored."""
 
 _BOM = "\ufeff"
 _PARSE_LOCK = threading.Lock()
 _PARSE_TRIES = 3
+_QUIET_LOCK = threading.Lock()
+_QUIET_FILTER = ("ignore", None, Warning, re.compile(re.escape(CANDIDATE_FILENAME) + r"\Z"), 0)
+_T = TypeVar("_T")
 _COOKIE = re.compile(r"coding[:=]")
 _HEAD = re.compile(r"[^\n]*\n?")
 _ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
@@ -123,7 +148,7 @@ def uncompilable(files: Sequence[Path], *, timeout_s: float, cwd: Path | None = 
 
 
 def parse(source: str, mode: str = "exec") -> ast.AST | None:
-    """Parse without printing warnings; ``None`` when the text is not Python.
+    """Parse candidate text without warnings; ``None`` when it is not Python.
 
     Args:
         source: The text; never run.
@@ -135,14 +160,63 @@ def parse(source: str, mode: str = "exec") -> ast.AST | None:
     Raises:
         SystemError: CPython's AST constructor failed three times in a row.
     """
-    for attempt in range(_PARSE_TRIES):
-        try:
-            with _PARSE_LOCK, warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes warn; a library must not print
-                return ast.parse(source, mode=mode)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        except SystemError:  # python/cpython#106905: another thread's conversion interfered
-            if attempt == _PARSE_TRIES - 1:
-                raise
+    try:
+        return _locked(lambda: ast.parse(source, CANDIDATE_FILENAME, mode))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def parse_module(source: str) -> ast.Module | None:
+    """:func:`parse` of a whole module; ``None`` when it is not Python."""
+    tree = parse(source)
+    return tree if isinstance(tree, ast.Module) else None
+
+
+def syntax_problem(source: str) -> str | None:
+    """Compile candidate text (never run it); what is wrong with it, or ``None``.
+
+    ``compile`` also rejects what a bare parse accepts (``return`` outside a
+    function). Any text gives an answer, never an exception.
+
+    Args:
+        source: Any text at all.
+
+    Returns:
+        ``None`` when it compiles, else one line such as ``line 3: invalid syntax``.
+
+    Raises:
+        SystemError: CPython's compiler failed three times in a row.
+    """
+    try:
+        _locked(lambda: compile(source, CANDIDATE_FILENAME, "exec", dont_inherit=True))
+    except SyntaxError as exc:
+        return f"line {exc.lineno}: {exc.msg}" if exc.lineno else exc.msg
+    except ValueError as exc:  # null bytes (3.11), lone surrogates (UnicodeEncodeError)
+        return f"source cannot be compiled: {exc}"
+    except RecursionError:
+        return "nested too deeply to compile"
+    except MemoryError:  # CPython's parser reports stack overflow as MemoryError
+        return "nested too deeply or too large to compile"
     return None
+
+
+def _locked(work: Callable[[], _T]) -> _T:
+    tries = _PARSE_TRIES
+    while True:
+        try:
+            with _PARSE_LOCK:
+                _quiet()
+                return work()
+        except SystemError:  # python/cpython#106905: a parse outside the lock interfered
+            tries -= 1
+            if tries == 0:
+                raise
+
+
+def _quiet() -> None:
+    # Checked on every parse: a ``catch_warnings()`` block elsewhere restores the
+    # filters it found, dropping ours.
+    if _QUIET_FILTER not in warnings.filters:
+        with _QUIET_LOCK:
+            if _QUIET_FILTER not in warnings.filters:
+                warnings.filterwarnings("ignore", module=_QUIET_FILTER[3].pattern)

@@ -64,7 +64,11 @@ class ServiceConfig:
     parse_budget_s: float = 5.0
     """Longest time to parse and check a body, off the event loop (413 after)."""
     front_budget_s: float = 5.0
-    """Longest time extract and gate may take for one sample (then it is not graded)."""
+    """Longest time extract and gate may take for one sample, waiting for a worker
+    included (then it is not graded, and a worker still on it is killed)."""
+    front_workers: int = 8
+    """Worker processes for extract and gate. Keep it above ``per_token_concurrency``
+    so that one token's slow samples never hold every worker."""
     token_queue_runs: int = 8
     """Runs one token may have queued or running (429 above)."""
     token_queue_samples: int = 20_000
@@ -74,7 +78,7 @@ class ServiceConfig:
     rate_burst: int = 1_000
     """Samples one token may have graded at once per task, before the rate applies (429)."""
     max_code_chars: int = 128 * 1024
-    """Longest ``reply`` or ``code`` of a sample (422 above). The parser holds the GIL
-    for a whole parse (~0.1 s at this size), stalling every other thread meanwhile."""
+    """Longest ``reply`` or ``code`` of a sample (422 above). Extract and gate take
+    ~0.3 s at this size, in one of the ``front_workers`` processes."""
     max_row_bytes: int = 64 * 1024
     """Largest result row stored or served; longer free text is cut first."""

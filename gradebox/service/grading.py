@@ -6,21 +6,23 @@ on an outside model. Rows name hidden cases by index only (``explain`` is
 never set), so no hidden value can reach a client through a row; what a
 grader token sees of them is its task's disclosure (:mod:`.rows`).
 
-Extract and gate run in a thread of their own per sample, under a time
-budget, with no lock shared between tasks: a sample that is slow to check
-costs its own thread, not everyone's grading.
+Extract and gate run in a pool of worker processes (:mod:`.front`), under a
+time budget per sample, with no lock shared between tasks: a sample that is
+slow to check costs one worker until its budget is spent (then that worker is
+killed), not everyone's grading, which threads could not give (the parser
+holds the GIL for a whole parse).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future
+import time
 from dataclasses import replace
 from typing import Any
 
 from gradebox.grader import Front, GradeConfig, Grader, Sample, infra_row
 from gradebox.service.config import ServiceConfig
+from gradebox.service.front import FrontFailure, FrontPool
 from gradebox.service.rows import cap_row, public_infra
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
@@ -28,16 +30,20 @@ from sandbox.runner import Sandbox
 
 __all__ = ["GradingService", "infra_row"]
 
-_BUDGET_MESSAGE = "extract and gate did not finish within their time budget"
-
 
 class GradingService:
     """Grades one sample at a time against a stored task; thread-safe."""
 
-    def __init__(self, store: Store, sandbox: Sandbox, config: ServiceConfig) -> None:
-        """Grade in ``sandbox`` with the server's limits unless a task lowers them."""
+    def __init__(
+        self, store: Store, sandbox: Sandbox, front: FrontPool, config: ServiceConfig
+    ) -> None:
+        """Grade in ``sandbox`` and ``front`` (the caller starts and closes both).
+
+        The server's limits apply unless a task lowers them.
+        """
         self._store = store
         self._sandbox = sandbox
+        self._front = front
         self._config = config
         self._graders: dict[str, tuple[int, Grader, str]] = {}
         self._lock = threading.Lock()
@@ -48,10 +54,12 @@ class GradingService:
         if found is None:
             return self.finish(infra_row(sample, "task is not registered"), "verdict")
         grader, disclosure = found
-        front = _within(grader.front, sample, self._config.front_budget_s)
-        if front is None:
-            return self.finish(infra_row(sample, _BUDGET_MESSAGE), disclosure)
-        return self.finish(grader.grade(sample, front), disclosure)
+        t0 = time.perf_counter()
+        front = self._front.check(grader.front_job(sample), self._config.front_budget_s)
+        if isinstance(front, FrontFailure):
+            return self.finish(infra_row(sample, front.message), disclosure)
+        row = grader.grade(sample, Front(front.extraction, front.gate, t0))
+        return self.finish(row, disclosure)
 
     def finish(self, row: dict[str, Any], disclosure: str) -> dict[str, Any]:
         """The row as stored: a fixed infra message, capped, with its task's disclosure."""
@@ -76,24 +84,3 @@ class GradingService:
         with self._lock:
             self._graders[fn] = (stored.revision, grader, stored.disclosure)
         return grader, stored.disclosure
-
-
-def _within(front: Callable[[Sample], Front], sample: Sample, budget: float) -> Front | None:
-    """``front(sample)`` in a thread of its own; ``None`` when it takes longer than ``budget``.
-
-    Pure Python cannot be interrupted: a thread past its budget runs on to its
-    end (bounded: sample text is capped by the schema) and its result is dropped.
-    """
-    future: Future[Front] = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(front(sample))
-        except BaseException as exc:  # handed to the waiting thread, which re-raises
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="gradebox-front", daemon=True).start()
-    try:
-        return future.result(timeout=budget)
-    except TimeoutError:
-        return None

@@ -1,4 +1,4 @@
-"""The service's moving parts and their life: store, sandbox, grading, run worker, limits."""
+"""The service's moving parts and their life: store, sandbox, front, grading, worker, limits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 
 from gradebox.service.config import ServiceConfig
+from gradebox.service.front import FrontPool
 from gradebox.service.grading import GradingService
 from gradebox.service.problems import ApiError
 from gradebox.service.quota import GradeSlots, RateLimiter
@@ -44,6 +45,7 @@ class ServiceState:
             config.max_inflight_grades, thread_name_prefix="gradebox-sync"
         )
         self._parsers: anyio.CapacityLimiter | None = None
+        self._front = FrontPool(config.front_workers)
 
     @property
     def parsers(self) -> anyio.CapacityLimiter:
@@ -70,8 +72,12 @@ class ServiceState:
         return self._sandbox.backend if self._sandbox is not None else None
 
     def open(self) -> None:
-        """Open the store, start the run worker, and open the sandbox (in the background)."""
+        """Open the store, start the front's processes and the run worker, open the sandbox.
+
+        The sandbox opens (and checks its isolation) in the background.
+        """
         self._store = Store(self.config.db)
+        self._front.start()
         self._worker = RunWorker(self._store, lambda: self._grading, self.config.workers)
         self._worker.start()
         if self._given is not None:
@@ -97,7 +103,7 @@ class ServiceState:
 
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
-        self._grading = GradingService(self.store, sandbox, self.config)
+        self._grading = GradingService(self.store, sandbox, self._front, self.config)
         _log.info("sandbox ready (isolation: %s)", sandbox.backend)
         if self._worker is not None:
             self._worker.wake()
@@ -114,6 +120,7 @@ class ServiceState:
         if self._worker is not None and not self._worker.stop(self.config.shutdown_grace_s):
             _log.warning("samples still in flight at shutdown: they are graded on the next start")
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self._front.close()
         if self._sandbox is not None and self._given is None:
             self._sandbox.close()
         if self._store is not None:
