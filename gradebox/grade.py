@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 from gradebox.extract import Contract
 from gradebox.verdict import Reason, Verdict, VerdictName
-from judge import JudgeResult
 from sandbox.types import CaseOutcome
 from static.claims import ClaimStatus
 from static.findings import Layer, Severity
 from static.policy import Effect
+
+if TYPE_CHECKING:  # the judge package loads its client; a run without a judge never needs it
+    from judge import JudgeResult
 
 __all__ = ["GateReport", "Grade", "Json", "StaticFinding", "StaticReport", "TestsReport"]
 
@@ -283,7 +285,11 @@ class Grade:
                 _word(row["reason"], get_args(Reason), "reason"),
             )
             static = StaticReport.from_json(row["static"]) if row["static"] is not None else None
-            judge = JudgeResult.from_row(row["judge"]) if row["judge"] is not None else None
+            judge = None
+            if row["judge"] is not None:
+                from judge.types import JudgeResult  # noqa: PLC0415 - see TYPE_CHECKING above
+
+                judge = JudgeResult.from_row(row["judge"])
             grade = cls(str(row["id"]), str(row["fn"]), verdict, tests, static, judge)
         except KeyError as exc:
             raise ValueError(f"row has no field {exc.args[0]!r}") from exc

@@ -18,15 +18,17 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gradebox.extract import Extraction, extract
 from gradebox.gate import DEFAULT_BANNED, GateResult, gate
-from gradebox.pipeline import CHUNK, Facts, Graded, Stage, finish, stream
+from gradebox.grade import GateReport, Grade, Json, TestsReport
+from gradebox.pipeline import CHUNK, Graded, Stage, finish, stream
+from gradebox.verdict import Verdict
 from sandbox.child.wire import to_wire
 from sandbox.compare import judge_case
 from sandbox.runner import Sandbox
-from sandbox.types import HiddenCase, Limits, Observation, PublicTask, RunResult
+from sandbox.types import CaseOutcome, HiddenCase, Limits, Observation, PublicTask, RunResult
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Semaphore
@@ -42,6 +44,7 @@ __all__ = [
     "Task",
     "check_front",
     "grade_all",
+    "infra_grade",
     "infra_row",
     "warm_front",
 ]
@@ -219,7 +222,7 @@ class Grader:
             sample: The sample.
             front: Its :meth:`front`, when the caller already ran it (under a time budget).
         """
-        return finish(self.grade_cases(sample, front or self.front(sample)), {})
+        return finish(self.grade_cases(sample, front or self.front(sample)), {}).to_row()
 
     def grade_tests(self, sample: Sample) -> Graded:
         """Extract, gate and run the hidden cases; the verdict waits for the later stages."""
@@ -255,50 +258,35 @@ class Grader:
         if contract_ok and not g.fired:
             run = self.sandbox.run(ext.code, sample.fn, task.cases, self.config.limits)
         outcomes = _outcomes(task.cases, run)
-        facts = Facts(
-            infra_error=bool(run and run.infra_error),
-            contract_ok=contract_ok,
-            syntax_ok=g.syntax == "ok",
-            banned=tuple(g.banned),
-            claim=g.claim,
-            outcomes=tuple(outcomes),
-        )
-        row: dict[str, Any] = {
-            "id": sample.id,
-            "fn": sample.fn,
-            "pass": False,  # settled by pipeline.finish
-            "verdict": "needs_review",
-            "reason": "infra_error",
-            "failed": [i for i, o in enumerate(outcomes) if o in ("wrong", "error", "crash")],
-            "timeouts": [i for i, o in enumerate(outcomes) if o == "timeout"],
-            "outcomes": outcomes,
-            "gate": {"syntax": g.syntax, "banned": list(g.banned), "contract": ext.contract},
-            "claim": g.claim,
-            "latency_ms": round((time.perf_counter() - t0) * 1000, 1),
-            "infra_error": run.infra_error[:MAX_TEXT] if run and run.infra_error else None,
-            "static": None,
-            "judge": None,
-        }
         detail = ext.detail if not contract_ok else g.syntax_detail or g.claim_detail
-        if detail:
-            row["detail"] = detail[:MAX_TEXT]
+        explain: Json = None
+        counterexample: Json = None
         if self.config.explain and run is not None:
-            row["explain"] = _explain(task.cases, run)
-            shrunk = self._counterexample(sample.fn, ext.code, task.cases, outcomes)
-            if shrunk is not None:
-                row["counterexample"] = shrunk
+            explain = cast(Json, _explain(task.cases, run))
+            counterexample = cast(
+                Json, self._counterexample(sample.fn, ext.code, task.cases, outcomes)
+            )
+        tests = TestsReport(
+            outcomes=tuple(outcomes),
+            gate=GateReport(g.syntax, tuple(g.banned), ext.contract),
+            claim=g.claim,
+            latency_ms=round((time.perf_counter() - t0) * 1000, 1),
+            infra_error=run.infra_error[:MAX_TEXT] if run and run.infra_error else None,
+            detail=detail[:MAX_TEXT] if detail else None,
+            explain=explain,
+            counterexample=counterexample,
+        )
         return Graded(
             sample_id=sample.id,
             fn=sample.fn,
             code=ext.code if contract_ok else None,
             original=sample.original,
             public=pub,
-            row=row,
-            facts=facts,
+            tests=tests,
         )
 
 
-def _outcomes(cases: Sequence[HiddenCase], run: RunResult | None) -> list[str]:
+def _outcomes(cases: Sequence[HiddenCase], run: RunResult | None) -> list[CaseOutcome]:
     if run is None or run.infra_error:
         return ["not_run"] * len(cases)
     return [judge_case(c, o).outcome for c, o in zip(cases, run.observations, strict=True)]
@@ -373,27 +361,25 @@ def grade_all(
         return executor.submit(grader.grade_tests, samples[i])
 
     def fallback(i: int, exc: Exception) -> Graded:
-        row = infra_row(samples[i], f"grader error: {type(exc).__name__}: {exc}")
-        return Graded(samples[i].id, samples[i].fn, None, None, None, row, None)
+        grade = infra_grade(samples[i], f"grader error: {type(exc).__name__}: {exc}")
+        return Graded(samples[i].id, samples[i].fn, None, None, None, grade.tests, grade.verdict)
 
-    return stream(submit, len(samples), fallback, stages=stages, on_row=on_row, chunk=chunk)
+    def tick(i: int, grade: Grade) -> None:
+        if on_row is not None:
+            on_row(i, grade.to_row())
+
+    grades = stream(submit, len(samples), fallback, stages=stages, on_row=tick, chunk=chunk)
+    return (grade.to_row() for grade in grades)
+
+
+def infra_grade(sample: Sample, message: str) -> Grade:
+    """The grade of a sample that could not be graded: needs review, never a fail."""
+    tests = TestsReport(
+        outcomes=(), gate=None, claim="none", latency_ms=0.0, infra_error=message[:MAX_TEXT]
+    )
+    return Grade(sample.id, sample.fn, Verdict("needs_review", "infra_error"), tests)
 
 
 def infra_row(sample: Sample, message: str) -> dict[str, Any]:
-    """A row for a sample that could not be graded: needs review, never a fail."""
-    return {
-        "id": sample.id,
-        "fn": sample.fn,
-        "pass": False,
-        "verdict": "needs_review",
-        "reason": "infra_error",
-        "failed": [],
-        "timeouts": [],
-        "outcomes": [],
-        "gate": None,
-        "claim": "none",
-        "latency_ms": 0.0,
-        "infra_error": message[:MAX_TEXT],
-        "static": None,
-        "judge": None,
-    }
+    """The row of :func:`infra_grade`."""
+    return infra_grade(sample, message).to_row()

@@ -120,7 +120,7 @@ class SkippedJudge:
         self.notice = notice
         self.base_url: str | None = None
         self.model: str | None = None
-        self._row = JudgeResult.skipped("disabled", reason).to_row()
+        self._result = JudgeResult.skipped("disabled", reason)
 
     def rubric_digest(self, name: str | None) -> str:
         """No rubric is used."""
@@ -128,7 +128,7 @@ class SkippedJudge:
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
         """The same skipped annotation for every item."""
-        return [Annotation(dict(self._row)) for _ in items]
+        return [Annotation(self._result) for _ in items]
 
     def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
         """Not reached (:meth:`run` cannot fail); the skipped annotation."""
@@ -139,9 +139,7 @@ class SkippedJudge:
 
 
 def _note(result: JudgeResult) -> Annotation:
-    return Annotation(
-        result.to_row(), judge_mismatch=result.mismatch, judge_unscored=result.unscored
-    )
+    return Annotation(result)
 
 
 def default_cache_path(environ: Mapping[str, str]) -> Path:

@@ -2,10 +2,10 @@
 
 A sample is first graded through the executor seam (extract, gate, hidden cases:
 :meth:`gradebox.grader.Grader.grade_tests`), which gives a :class:`Graded`: the
-row so far, the facts the verdict needs, and what a later stage may see (the
-extracted code, the original file, the public task; never the reply's prose or
-the hidden cases). Later stages (static layers, judge) each implement
-:class:`Stage` and annotate many samples per call.
+typed tests report and what a later stage may see (the extracted code, the
+original file, the public task; never the reply's prose or the hidden cases).
+Later stages (static layers, judge) each implement :class:`Stage` and annotate
+many samples per call.
 
 :func:`stream` submits every sample to the executor, groups samples in chunks
 of :data:`CHUNK` in input order and, as soon as a chunk is graded, hands it to
@@ -14,10 +14,11 @@ internally: the static tools use ``jobs`` cores, the judge its own request
 limit), so stages overlap each other and the sandbox work on later chunks.
 When a stage is still busy as more chunks finish, up to :data:`MAX_MERGE`
 waiting chunks go into its next call (bigger batches amortise tool start-up).
-A row is final when every stage has annotated its sample; rows are yielded in
-input order as soon as every earlier row is final.
+A sample's :class:`~gradebox.grade.Grade` is built (:func:`finish`) when every
+stage has annotated it; grades are yielded in input order as soon as every
+earlier one is final.
 
-Without stages a row is final as soon as its sample is graded: no chunking,
+Without stages a grade is final as soon as its sample is graded: no chunking,
 no extra thread.
 """
 
@@ -25,39 +26,25 @@ from __future__ import annotations
 
 import queue
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from gradebox.grade import Grade, StaticReport, TestsReport
 from gradebox.verdict import Verdict, decide
 from sandbox.types import PublicTask
 
-__all__ = ["CHUNK", "MAX_MERGE", "Annotation", "Facts", "Graded", "Stage", "finish", "stream"]
+if TYPE_CHECKING:  # the judge package loads its client; a run without a judge never needs it
+    from judge import JudgeResult
+
+__all__ = ["CHUNK", "MAX_MERGE", "Annotation", "Graded", "Stage", "finish", "stream"]
 
 CHUNK = 64
 """Samples per chunk handed to the stages."""
 MAX_MERGE = 8
 """Most waiting chunks a busy stage takes in one call when it is free again."""
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    """What the sandbox half of grading found: the verdict's inputs before any stage."""
-
-    infra_error: bool
-    """The grader or sandbox failed (not the candidate's fault)."""
-    contract_ok: bool
-    """Extraction found exactly the code the task asks for."""
-    syntax_ok: bool
-    """The code compiles."""
-    banned: tuple[str, ...]
-    """Banned imports the gate found."""
-    claim: str
-    """``none``, ``held``, ``false`` or ``unchecked``."""
-    outcomes: tuple[str, ...]
-    """One outcome per hidden case."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,28 +61,17 @@ class Graded:
     """The file the sample was asked to change, if it carries one."""
     public: PublicTask | None
     """The public task (spec, signature, rubric); never the hidden cases."""
-    row: dict[str, Any]
-    """The results row so far; its verdict is settled by :func:`finish`."""
-    facts: Facts | None
-    """The verdict's inputs; ``None`` when the row's verdict is already fixed."""
+    tests: TestsReport
+    """What extract, gate and the hidden cases found."""
+    fixed: Verdict | None = None
+    """The verdict when it is already settled (the sample could not be graded)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Annotation:
-    """One stage's result for one sample: the row field and what it does to the verdict."""
+    """One stage's typed result for one sample (``None``: nothing to look at)."""
 
-    value: dict[str, Any] | None
-    """The row's field for this stage (``None`` when the stage had nothing to look at)."""
-    static_fail: bool = False
-    """The static policy fails the sample."""
-    static_review: bool = False
-    """The static policy asks for a human look."""
-    static_infra_error: bool = False
-    """A static tool failed on this sample."""
-    judge_mismatch: bool = False
-    """The judge found that the code does not do what the spec asks."""
-    judge_unscored: bool = False
-    """The judge's reply broke protocol."""
+    value: StaticReport | JudgeResult | None
 
 
 class Stage(Protocol):
@@ -115,40 +91,21 @@ class Stage(Protocol):
         ...
 
 
-def finish(graded: Graded, notes: Mapping[str, Annotation]) -> dict[str, Any]:
-    """Settle a row's verdict from the sandbox facts and every stage's annotation.
+def finish(graded: Graded, notes: Mapping[str, Annotation]) -> Grade:
+    """Build the sample's :class:`~gradebox.grade.Grade`: every layer's part and the verdict.
 
     Args:
         graded: The sample after the sandbox.
         notes: Annotation per row field (``"static"``, ``"judge"``).
 
     Returns:
-        The final row (``graded.row``, updated in place).
+        The record; its verdict comes from :func:`gradebox.verdict.decide` alone.
     """
-    row = graded.row
-    for name, note in notes.items():
-        row[name] = note.value
-    if graded.facts is not None:
-        v = _decide(graded.facts, notes.values())
-        row["pass"], row["verdict"], row["reason"] = v.passed, v.verdict, v.reason
-    return row
-
-
-def _decide(facts: Facts, notes: Iterable[Annotation]) -> Verdict:
-    listed = list(notes)
-    return decide(
-        infra_error=facts.infra_error,
-        contract_ok=facts.contract_ok,
-        syntax_ok=facts.syntax_ok,
-        banned=facts.banned,
-        claim=facts.claim,
-        outcomes=facts.outcomes,
-        static_fail=any(n.static_fail for n in listed),
-        static_review=any(n.static_review for n in listed),
-        static_infra_error=any(n.static_infra_error for n in listed),
-        judge_mismatch=any(n.judge_mismatch for n in listed),
-        judge_unscored=any(n.judge_unscored for n in listed),
-    )
+    found = [note.value for note in notes.values() if note.value is not None]
+    static = next((v for v in found if isinstance(v, StaticReport)), None)
+    judge = next((v for v in found if not isinstance(v, StaticReport)), None)
+    verdict = graded.fixed or decide(graded.tests, static, judge)
+    return Grade(graded.sample_id, graded.fn, verdict, graded.tests, static, judge)
 
 
 _Event = tuple[int, int, Future[Any]]
@@ -161,21 +118,21 @@ def stream(
     fallback: Callable[[int, Exception], Graded],
     *,
     stages: Sequence[Stage] = (),
-    on_row: Callable[[int, dict[str, Any]], None] | None = None,
+    on_row: Callable[[int, Grade], None] | None = None,
     chunk: int = CHUNK,
-) -> Iterator[dict[str, Any]]:
-    """Grade ``count`` samples and run the stages over them; yield rows in input order.
+) -> Iterator[Grade]:
+    """Grade ``count`` samples and run the stages over them; yield grades in input order.
 
     Args:
         submit: Submits sample ``i`` to the grading executor.
         count: How many samples.
         fallback: The graded result of sample ``i`` whose grading raised.
         stages: The stages after the sandbox, each in a thread of its own.
-        on_row: Called with ``(index, row)`` as each row becomes final.
+        on_row: Called with ``(index, grade)`` as each grade becomes final.
         chunk: Samples per chunk handed to the stages.
 
     Yields:
-        Final rows, in input order, each as soon as every earlier row is final.
+        Final grades, in input order, each as soon as every earlier one is final.
     """
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     run = _Run(count, fallback, stages, events, on_row, max(1, chunk))
@@ -202,13 +159,13 @@ class _Run:
         fallback: Callable[[int, Exception], Graded],
         stages: Sequence[Stage],
         events: queue.SimpleQueue[_Event],
-        on_row: Callable[[int, dict[str, Any]], None] | None,
+        on_row: Callable[[int, Grade], None] | None,
         chunk: int,
     ) -> None:
         self.count, self.fallback, self.stages = count, fallback, list(stages)
         self.events, self.on_row, self.chunk = events, on_row, chunk
         self.next = 0
-        self.final: dict[int, dict[str, Any]] = {}
+        self.final: dict[int, Grade] = {}
         self.graded: dict[int, Graded] = {}
         self.notes: dict[int, dict[str, Annotation]] = {}
         chunks = (count + chunk - 1) // chunk
@@ -229,7 +186,7 @@ class _Run:
         else:
             self._annotated(kind, key, future)
 
-    def ready(self) -> Iterator[dict[str, Any]]:
+    def ready(self) -> Iterator[Grade]:
         while self.next in self.final:
             yield self.final.pop(self.next)
             self.next += 1
@@ -289,7 +246,7 @@ class _Run:
     def _indices(self, c: int) -> range:
         return range(c * self.chunk, min((c + 1) * self.chunk, self.count))
 
-    def _final(self, i: int, row: dict[str, Any]) -> None:
-        self.final[i] = row
+    def _final(self, i: int, grade: Grade) -> None:
+        self.final[i] = grade
         if self.on_row is not None:
-            self.on_row(i, row)
+            self.on_row(i, grade)

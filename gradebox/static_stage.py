@@ -32,12 +32,12 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import tomllib
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gradebox.errors import BadInput, SetupError
+from gradebox.grade import Json, StaticFinding, StaticReport
 from gradebox.pipeline import Annotation, Graded
 from static import diffsize, imports, metrics
 from static.batch import Candidate, StaticConfig, StaticResult, check_batch, check_tools
@@ -164,29 +164,18 @@ class StaticStage:
         numbers: dict[str, Any],
         diff: dict[str, Any] | None,
         errors: dict[str, str] | None,
-    ) -> dict[str, Any]:
-        return {
-            "findings": [
-                {
-                    "layer": f.layer,
-                    "rule": f.rule,
-                    "severity": f.severity,
-                    "line": f.line,
-                    "col": f.col,
-                    "message": f.message,
-                }
+    ) -> StaticReport:
+        return StaticReport(
+            findings=tuple(
+                StaticFinding(f.layer, f.rule, f.severity, f.line, f.col, f.message)
                 for f in findings
-            ],
-            "metrics": numbers,
-            "diff": diff,
-            "counts": {
-                "by_layer": dict(sorted(Counter(f.layer for f in findings).items())),
-                "by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
-            },
-            "effect": apply(findings, self.policy),
-            "deciding": list(dict.fromkeys(f.rule for f in deciding(findings, self.policy))),
-            "infra_error": errors,
-        }
+            ),
+            metrics=cast(Json, numbers),
+            diff=cast(Json, diff),
+            effect=apply(findings, self.policy),
+            deciding=tuple(dict.fromkeys(f.rule for f in deciding(findings, self.policy))),
+            infra_error=errors,
+        )
 
 
 def _raised(layer: str, exc: Exception) -> str:
@@ -194,14 +183,8 @@ def _raised(layer: str, exc: Exception) -> str:
     return f"the {layer} check raised {type(exc).__name__}"
 
 
-def _note(value: dict[str, Any]) -> Annotation:
-    effect = value["effect"]
-    return Annotation(
-        value,
-        static_fail=effect == "fail",
-        static_review=effect == "review",
-        static_infra_error=bool(value["infra_error"]),
-    )
+def _note(value: StaticReport) -> Annotation:
+    return Annotation(value)
 
 
 def _signature(g: Graded) -> str | None:

@@ -8,9 +8,12 @@ a configured policy ``fail``; they never turn a failure into a pass.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the record imports this module for Verdict
+    from gradebox.grade import StaticReport, TestsReport
+    from judge import JudgeResult
 
 __all__ = ["Reason", "Verdict", "VerdictName", "decide"]
 
@@ -44,59 +47,42 @@ class Verdict:
         return self.verdict == "pass"
 
 
-def decide(
-    *,
-    infra_error: bool,
-    contract_ok: bool,
-    syntax_ok: bool,
-    banned: Sequence[str],
-    claim: str,
-    outcomes: Sequence[str],
-    static_fail: bool = False,
-    static_review: bool = False,
-    static_infra_error: bool = False,
-    judge_mismatch: bool = False,
-    judge_unscored: bool = False,
-) -> Verdict:
-    """Decide the verdict from every layer's result.
+def decide(tests: TestsReport, static: StaticReport | None, judge: JudgeResult | None) -> Verdict:
+    """Decide the verdict from every layer's typed result.
 
     Args:
-        infra_error: The grader or sandbox failed (not the candidate's fault).
-        contract_ok: Extraction found exactly the code the task asks for.
-        syntax_ok: The code compiles.
-        banned: Banned imports the gate found.
-        claim: ``none``, ``held``, ``false`` or ``unchecked``.
-        outcomes: One outcome per hidden case.
-        static_fail: The static policy says this sample fails.
-        static_review: Static findings ask for a human look.
-        static_infra_error: A static tool failed on this sample: a pass cannot be
-            confirmed, so it needs review (a failure stays a failure).
-        judge_mismatch: The judge found the implementation does not match intent.
-        judge_unscored: The judge's reply broke protocol.
+        tests: Extract, gate and the hidden cases.
+        static: The static layers (``None`` when they did not run). A policy
+            ``fail`` fails a sample whose tests passed; a tool failure means a
+            pass cannot be confirmed (``needs_review``); ``review`` asks for a
+            human look.
+        judge: The judge (``None`` when it did not run): a mismatch or a reply
+            that broke protocol is ``needs_review``, never a pass and never a fail.
 
     Returns:
         The verdict; ``pass`` requires every hidden case ``ok``.
     """
-    if infra_error:
+    gate = tests.gate
+    if tests.infra_error is not None or gate is None:
         return Verdict("needs_review", "infra_error")
-    if not contract_ok:
+    if gate.contract != "ok":
         return Verdict("fail", "contract")
-    if not syntax_ok:
+    if gate.syntax != "ok":
         return Verdict("fail", "gate:syntax")
-    if banned:
+    if gate.banned:
         return Verdict("fail", "gate:banned_import")
-    if claim == "false":
+    if tests.claim == "false":
         return Verdict("fail", "claim_false")
-    if not outcomes or any(o != "ok" for o in outcomes):
+    if not tests.outcomes or any(o != "ok" for o in tests.outcomes):
         return Verdict("fail", "hidden_tests")
-    if static_fail:
+    if static is not None and static.effect == "fail":
         return Verdict("fail", "policy:static")
-    if static_infra_error:
+    if static is not None and static.infra_error:
         return Verdict("needs_review", "infra_error")
-    if judge_mismatch:
+    if judge is not None and judge.mismatch:
         return Verdict("needs_review", "judge:mismatch")
-    if judge_unscored:
+    if judge is not None and judge.unscored:
         return Verdict("needs_review", "judge:unscored")
-    if static_review:
+    if static is not None and static.effect == "review":
         return Verdict("needs_review", "policy:static")
     return Verdict("pass", "ok")

@@ -20,10 +20,12 @@ from jsonschema import Draft4Validator
 
 import static.batch
 from gradebox.cli import cli
+from gradebox.grade import GateReport, StaticReport, TestsReport
 from gradebox.grader import GradeConfig, Grader, Sample, Task, grade_all
-from gradebox.pipeline import MAX_MERGE, Annotation, Facts, Graded, stream
+from gradebox.pipeline import MAX_MERGE, Annotation, Graded, stream
 from gradebox.static_stage import StaticStage
-from gradebox.verdict import decide
+from gradebox.verdict import Verdict
+from judge import JudgeResult
 from sandbox.runner import open_sandbox
 from sandbox.types import HiddenCase, Limits
 from static.batch import StaticConfig
@@ -339,27 +341,23 @@ def test_tool_failure_is_an_infra_error_and_a_pass_needs_review(tmp_path):
     assert (rows["risky"]["verdict"], rows["risky"]["reason"]) == ("fail", "policy:static")
 
 
+def _tests(outcomes=("ok",)) -> TestsReport:
+    return TestsReport(tuple(outcomes), GateReport("ok", (), "ok"), "none", 1.0)
+
+
 def test_a_crashed_batch_keeps_the_field_shape_and_skips_samples_without_code():
     stage = StaticStage(StaticConfig(), environment={})
-    facts = Facts(False, True, True, (), "none", ("ok",))
     items = [
-        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, {}, facts),
-        Graded("b", "inc", None, None, None, {}, facts),
+        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, _tests()),
+        Graded("b", "inc", None, None, None, _tests()),
     ]
     a, b = stage.crashed(items, "static stage error: OSError: disk full")
-    assert b.value is None and not b.static_infra_error
-    assert a.static_infra_error and not (a.static_fail or a.static_review)
-    assert a.value["infra_error"] == {"static": "static stage error: OSError: disk full"}
-    assert (a.value["findings"], a.value["effect"], a.value["deciding"]) == ([], "pass", [])
-
-
-def test_static_infra_error_never_rescues_or_hides_a_failure():
-    base = dict(infra_error=False, contract_ok=True, syntax_ok=True, banned=[], claim="none")
-    assert decide(**base, outcomes=["ok"], static_infra_error=True).reason == "infra_error"
-    assert decide(**base, outcomes=["ok"], static_infra_error=True).verdict == "needs_review"
-    assert decide(**base, outcomes=["wrong"], static_infra_error=True).reason == "hidden_tests"
-    both = decide(**base, outcomes=["ok"], static_infra_error=True, static_fail=True)
-    assert (both.verdict, both.reason) == ("fail", "policy:static")
+    assert b.value is None
+    assert isinstance(a.value, StaticReport) and a.value.effect == "pass"
+    assert a.value.infra_error == {"static": "static stage error: OSError: disk full"}
+    assert (a.value.findings, a.value.deciding) == ((), ())
+    row = a.value.to_json()
+    assert (row["findings"], row["effect"], row["deciding"]) == ([], "pass", [])
 
 
 # -- the scheduler: chunks, merged batches, input order ------------------------------------
@@ -379,18 +377,30 @@ class _Recorder:
         time.sleep(self.delay)
         if self.fail_on_call == len(self.calls):
             raise RuntimeError("boom")
+        if self.field == "static":
+            return [
+                Annotation(StaticReport((), {"seen": g.sample_id}, None, "pass", (), None))
+                for g in items
+            ]
         return [
-            Annotation({"seen": g.sample_id}, judge_mismatch=g.sample_id == "s3") for g in items
+            Annotation(
+                JudgeResult(
+                    status="scored",
+                    verdict="mismatch" if g.sample_id == "s3" else "match",
+                    rationale=g.sample_id,
+                )
+            )
+            for g in items
         ]
 
     def crashed(self, items, message):
-        return [Annotation({"crashed": message}, static_infra_error=True) for _ in items]
+        crash = StaticReport((), {"crashed": message}, None, "pass", (), {"static": message})
+        return [Annotation(crash) for _ in items]
 
 
 def _graded(i: int) -> Graded:
     time.sleep(random.random() / 500)
-    facts = Facts(False, True, True, (), "none", ("ok",) if i != 5 else ("wrong",))
-    return Graded(f"s{i}", "f", "code", None, None, {"id": f"s{i}", "static": None}, facts)
+    return Graded(f"s{i}", "f", "code", None, None, _tests(("ok",) if i != 5 else ("wrong",)))
 
 
 @pytest.mark.parametrize("count", [0, 1, 7, 40])
@@ -409,21 +419,22 @@ def test_stream_keeps_input_order_and_hands_whole_chunks_to_each_stage(count):
                 chunk=3,
             )
         )
-    assert [r["id"] for r in rows] == [f"s{i}" for i in range(count)]
+    assert [g.id for g in rows] == [f"s{i}" for i in range(count)]
     assert sorted(seen) == list(range(count))
     for stage in (slow, fast):
-        assert sorted(s for call in stage.calls for s in call) == sorted(r["id"] for r in rows)
+        assert sorted(s for call in stage.calls for s in call) == sorted(g.id for g in rows)
         for call in stage.calls:
             assert len(call) <= 3 * MAX_MERGE
         assert len(stage.threads) <= 1  # one thread per stage
     if count == 40:
         assert len(slow.calls) < 14  # 14 chunks: a busy stage takes the waiting ones at once
-    for i, row in enumerate(rows):
-        assert row["static"] == {"seen": f"s{i}"} and row["judge"] == {"seen": f"s{i}"}
+    for i, grade in enumerate(rows):
+        assert grade.static is not None and grade.static.metrics == {"seen": f"s{i}"}
+        assert grade.judge is not None and grade.judge.rationale == f"s{i}"
         expect = ("fail", "hidden_tests") if i == 5 else ("needs_review", "judge:mismatch")
         if i not in (3, 5):
             expect = ("pass", "ok")
-        assert (row["verdict"], row["reason"]) == expect
+        assert (grade.verdict.verdict, grade.verdict.reason) == expect
 
 
 def test_stream_a_crashing_stage_marks_its_batch_and_the_run_goes_on():
@@ -432,10 +443,10 @@ def test_stream_a_crashing_stage_marks_its_batch_and_the_run_goes_on():
         rows = list(
             stream(lambda i: pool.submit(_graded, i), 6, lambda i, e: None, stages=[stage], chunk=2)
         )
-    crashed = [r for r in rows if "crashed" in r["static"]]
+    crashed = [g for g in rows if "crashed" in g.static.metrics]
     assert len(crashed) >= 2
-    assert "static stage error: RuntimeError: boom" in crashed[0]["static"]["crashed"]
-    assert all(r["reason"] == "infra_error" for r in crashed)
+    assert "static stage error: RuntimeError: boom" in crashed[0].static.metrics["crashed"]
+    assert all(g.verdict.reason == "infra_error" for g in crashed)
 
 
 def test_stream_without_stages_maps_grader_errors_to_infra_rows():
@@ -444,12 +455,14 @@ def test_stream_without_stages_maps_grader_errors_to_infra_rows():
             return pool.submit(lambda: 1 / 0 if i == 1 else _graded(i))
 
     def fallback(i, exc):
-        return Graded(f"s{i}", "f", None, None, None, {"id": f"s{i}", "err": repr(exc)}, None)
+        tests = TestsReport((), None, "none", 0.0, infra_error=repr(exc))
+        return Graded(f"s{i}", "f", None, None, None, tests, Verdict("needs_review", "infra_error"))
 
     rows = list(stream(submit, 3, fallback))
-    assert [r["id"] for r in rows] == ["s0", "s1", "s2"]
-    assert "ZeroDivisionError" in rows[1]["err"]
-    assert rows[0]["verdict"] == "pass"
+    assert [g.id for g in rows] == ["s0", "s1", "s2"]
+    assert "ZeroDivisionError" in rows[1].tests.infra_error
+    assert rows[1].to_row()["reason"] == "infra_error"
+    assert rows[0].verdict.verdict == "pass"
 
 
 # -- attacks: one sample must not cost its chunk -------------------------------------------
@@ -515,15 +528,12 @@ def test_a_check_that_raises_on_one_sample_is_that_samples_infra_error(monkeypat
 
     monkeypatch.setattr(static.metrics, "check", fragile)
     stage = StaticStage(StaticConfig(layers=frozenset({"lint"})), environment={})
-    facts = Facts(False, True, True, (), "none", ("ok",))
     items = [
-        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, {}, facts),
-        Graded("p", "inc", "# POISON\ndef inc(x):\n    return x + 1\n", None, None, {}, facts),
-        Graded("u", "inc", "import os\n\n\ndef inc(x):\n    return x + 1\n", None, None, {}, facts),
+        Graded("a", "inc", "def inc(x):\n    return x + 1\n", None, None, _tests()),
+        Graded("p", "inc", "# POISON\ndef inc(x):\n    return x + 1\n", None, None, _tests()),
+        Graded("u", "inc", "import os\n\n\ndef inc(x):\n    return x + 1\n", None, None, _tests()),
     ]
-    a, p, u = stage.run(items)
-    assert p.static_infra_error and p.value["infra_error"] == {
-        "metrics": "the metrics check raised RecursionError"
-    }
-    assert not a.static_infra_error and a.value["metrics"]["max_complexity"] == 1
-    assert not u.static_infra_error and [f["rule"] for f in u.value["findings"]] == ["F401"]
+    a, p, u = (n.value for n in stage.run(items))
+    assert p.infra_error == {"metrics": "the metrics check raised RecursionError"}
+    assert not a.infra_error and a.metrics["max_complexity"] == 1
+    assert not u.infra_error and [f.rule for f in u.findings] == ["F401"]

@@ -1,13 +1,43 @@
-"""The verdict: nothing but all-ok hidden tests (and a clean gate) makes a pass."""
+"""The verdict: nothing but all-ok hidden tests (and a clean gate) makes a pass.
+
+``decide`` reads the typed parts of a grade only; these tests build the parts
+each layer would produce and check the one rule from every angle.
+"""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gradebox.grade import GateReport, StaticReport, TestsReport
 from gradebox.verdict import decide
+from judge import JudgeResult
 
 OUTCOMES = st.sampled_from(["ok", "wrong", "error", "timeout", "crash", "not_run"])
+
+
+def make_tests(
+    *, infra=False, contract=True, syntax=True, banned=(), claim="none", outcomes=("ok",)
+):
+    return TestsReport(
+        outcomes=tuple(outcomes),
+        gate=GateReport(
+            "ok" if syntax else "error", tuple(banned), "ok" if contract else "no_code"
+        ),
+        claim=claim,
+        latency_ms=1.0,
+        infra_error="sandbox broke" if infra else None,
+    )
+
+
+def static_part(effect="pass", *, infra=False):
+    return StaticReport((), {}, None, effect, (), {"types": "mypy died"} if infra else None)
+
+
+def judge_part(*, mismatch=False, unscored=False):
+    if unscored:
+        return JudgeResult(status="needs_review", reason_code="schema", reason="bad reply")
+    return JudgeResult(status="scored", verdict="mismatch" if mismatch else "match")
 
 
 @given(
@@ -17,8 +47,8 @@ OUTCOMES = st.sampled_from(["ok", "wrong", "error", "timeout", "crash", "not_run
     banned=st.lists(st.sampled_from(["os", "socket"]), max_size=2),
     claim=st.sampled_from(["none", "held", "false", "unchecked"]),
     outcomes=st.lists(OUTCOMES, max_size=6),
-    static_fail=st.booleans(),
-    static_review=st.booleans(),
+    effect=st.sampled_from(["pass", "review", "fail"]),
+    static_infra=st.booleans(),
     judge_mismatch=st.booleans(),
     judge_unscored=st.booleans(),
 )
@@ -29,22 +59,18 @@ def test_pass_requires_every_case_ok_and_a_clean_gate(
     banned,
     claim,
     outcomes,
-    static_fail,
-    static_review,
+    effect,
+    static_infra,
     judge_mismatch,
     judge_unscored,
 ):
+    t = make_tests(
+        infra=infra, contract=contract, syntax=syntax, banned=banned, claim=claim, outcomes=outcomes
+    )
     v = decide(
-        infra_error=infra,
-        contract_ok=contract,
-        syntax_ok=syntax,
-        banned=banned,
-        claim=claim,
-        outcomes=outcomes,
-        static_fail=static_fail,
-        static_review=static_review,
-        judge_mismatch=judge_mismatch,
-        judge_unscored=judge_unscored,
+        t,
+        static_part(effect, infra=static_infra),
+        judge_part(mismatch=judge_mismatch, unscored=judge_unscored),
     )
     clean = (
         not infra
@@ -56,7 +82,8 @@ def test_pass_requires_every_case_ok_and_a_clean_gate(
         and all(o == "ok" for o in outcomes)
     )
     if v.passed:
-        assert clean and not (static_fail or static_review or judge_mismatch or judge_unscored)
+        assert clean and effect == "pass" and not static_infra
+        assert not (judge_mismatch or judge_unscored)
     if not clean:
         assert v.verdict != "pass"
 
@@ -64,37 +91,44 @@ def test_pass_requires_every_case_ok_and_a_clean_gate(
 @given(
     outcomes=st.lists(OUTCOMES, min_size=1, max_size=6).filter(
         lambda o: o[0] != "ok" or len(set(o)) > 1
-    )
+    ),
+    effect=st.sampled_from(["pass", "review", "fail"]),
 )
-def test_no_static_or_judge_result_turns_a_failed_test_into_a_pass(outcomes):
-    v = decide(
-        infra_error=False,
-        contract_ok=True,
-        syntax_ok=True,
-        banned=[],
-        claim="none",
-        outcomes=outcomes,
-    )
+def test_no_static_or_judge_result_turns_a_failed_test_into_a_pass(outcomes, effect):
+    v = decide(make_tests(outcomes=outcomes), static_part(effect), judge_part())
     if any(o != "ok" for o in outcomes):
         assert (v.verdict, v.reason) == ("fail", "hidden_tests")
 
 
 def test_reasons_in_pipeline_order():
-    base = dict(
-        infra_error=False,
-        contract_ok=True,
-        syntax_ok=True,
-        banned=[],
-        claim="none",
-        outcomes=["ok"],
+    assert decide(make_tests(), None, None).verdict == "pass"
+    assert decide(make_tests(infra=True), None, None).reason == "infra_error"
+    assert decide(make_tests(infra=True), None, None).verdict == "needs_review"
+    assert decide(make_tests(contract=False, syntax=False), None, None).reason == "contract"
+    assert decide(make_tests(syntax=False, banned=["os"]), None, None).reason == "gate:syntax"
+    got = decide(make_tests(banned=["os"], claim="false"), None, None)
+    assert got.reason == "gate:banned_import"
+    got = decide(make_tests(claim="false", outcomes=["wrong"]), None, None)
+    assert got.reason == "claim_false"
+    assert decide(make_tests(outcomes=[]), None, None).reason == "hidden_tests"
+    assert decide(make_tests(), static_part("fail"), None).reason == "policy:static"
+    assert decide(make_tests(), None, judge_part(unscored=True)).verdict == "needs_review"
+    assert decide(make_tests(), None, judge_part(mismatch=True)).reason == "judge:mismatch"
+    assert decide(make_tests(), static_part("review"), None).reason == "policy:static"
+
+
+def test_a_sample_never_gated_is_an_infra_error_not_a_failure():
+    never = TestsReport(outcomes=(), gate=None, claim="none", latency_ms=0.0)
+    assert (decide(never, None, None).verdict, decide(never, None, None).reason) == (
+        "needs_review",
+        "infra_error",
     )
-    assert decide(**base).verdict == "pass"
-    assert decide(**{**base, "infra_error": True}).reason == "infra_error"
-    assert decide(**{**base, "infra_error": True}).verdict == "needs_review"
-    assert decide(**{**base, "contract_ok": False, "syntax_ok": False}).reason == "contract"
-    assert decide(**{**base, "syntax_ok": False, "banned": ["os"]}).reason == "gate:syntax"
-    assert decide(**{**base, "banned": ["os"], "claim": "false"}).reason == "gate:banned_import"
-    assert decide(**{**base, "claim": "false", "outcomes": ["wrong"]}).reason == "claim_false"
-    assert decide(**{**base, "outcomes": []}).reason == "hidden_tests"
-    assert decide(**{**base, "static_fail": True}).reason == "policy:static"
-    assert decide(**{**base, "judge_unscored": True}).verdict == "needs_review"
+
+
+def test_static_infra_error_never_rescues_or_hides_a_failure():
+    broken = static_part(infra=True)
+    assert decide(make_tests(), broken, None).reason == "infra_error"
+    assert decide(make_tests(), broken, None).verdict == "needs_review"
+    assert decide(make_tests(outcomes=["wrong"]), broken, None).reason == "hidden_tests"
+    both = decide(make_tests(), static_part("fail", infra=True), None)
+    assert (both.verdict, both.reason) == ("fail", "policy:static")
