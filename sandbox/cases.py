@@ -32,7 +32,14 @@ from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
 
-__all__ = ["load_hidden", "load_public", "read_jsonl", "resolve_error_name"]
+__all__ = [
+    "load_hidden",
+    "load_public",
+    "parse_hidden_case",
+    "parse_public_task",
+    "read_jsonl",
+    "resolve_error_name",
+]
 
 #: Standard-library modules never imported to resolve an error name: they act
 #: on import (open a browser, print, start a GUI, write grammar caches) or are
@@ -158,7 +165,7 @@ def load_hidden(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[Hidde
         InputError: When any line is bad (unless ``skip_bad_lines``), and always
             when the file is missing, unreadable, empty or has no good line.
     """
-    cases, found = _collect(path, "hidden.schema.json", _hidden_case)
+    cases, found = _collect(path, "hidden.schema.json", parse_hidden_case)
     return cases, _finish(path, found, bool(cases), skip_bad_lines=skip_bad_lines)
 
 
@@ -183,7 +190,7 @@ def load_public(
         InputError: When any line is bad (unless ``skip_bad_lines``), and always
             when the file is missing, unreadable, empty or has no good line.
     """
-    tasks, found = _collect(path, "public.schema.json", _public_task)
+    tasks, found = _collect(path, "public.schema.json", parse_public_task)
     by_fn: dict[str, PublicTask] = {}
     for task in tasks:
         first = by_fn.setdefault(task.fn, task)
@@ -360,7 +367,16 @@ def _pointer_token(part: str | int) -> str:
     return str(part).replace("~", "~0").replace("/", "~1")
 
 
-def _hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | None, list[str]]:
+def parse_hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | None, list[str]]:
+    """Build one hidden case from an object that passed the schema, with what is wrong with it.
+
+    Args:
+        obj: One ``hidden.jsonl`` object (already checked against the schema).
+        number: Its line number, for messages.
+
+    Returns:
+        The case (``None`` when it cannot be built) and the problems found.
+    """
     problems = _fn_problems(obj["fn"])
     args, kwargs, expect, error = _decode_call(obj, "", problems)
     if problems:
@@ -382,7 +398,16 @@ def _hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | None, l
     return case, []
 
 
-def _public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | None, list[str]]:
+def parse_public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | None, list[str]]:
+    """Build one public task from an object that passed the schema, with what is wrong with it.
+
+    Args:
+        obj: One ``public.jsonl`` object (already checked against the schema).
+        number: Its line number, for messages.
+
+    Returns:
+        The task (``None`` when it cannot be built) and the problems found.
+    """
     problems = _fn_problems(obj["fn"])
     examples = obj.get("examples", [])
     for index, example in enumerate(examples):

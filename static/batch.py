@@ -56,15 +56,14 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Protocol
+from typing import Protocol
 
 from static import lint, security, typecheck
+from static.config import LayerName, StaticConfig
 from static.findings import FileErrors, Finding, ToolError
-from static.lint import LintConfig
-from static.security import SecurityConfig
 from static.source import for_tools
 
 __all__ = [
@@ -80,9 +79,6 @@ __all__ = [
     "check_batch",
     "check_tools",
 ]
-
-LayerName = Literal["lint", "types", "security"]
-"""The tool layers this module runs."""
 
 MIN_SHARD = 100
 """mypy and bandit are not split into shards smaller than this (their start-up dominates)."""
@@ -131,40 +127,6 @@ class StaticResult:
     """All findings of the layers that ran, by line, column, layer and rule."""
     tool_errors: dict[str, str]
     """Layer -> what went wrong, for each layer whose tool failed on this candidate."""
-
-
-@dataclass(frozen=True, slots=True)
-class StaticConfig:
-    """Which tool layers run and how."""
-
-    layers: frozenset[LayerName] = frozenset({"lint", "types", "security"})
-    """The layers that run."""
-    lint: LintConfig = field(default_factory=LintConfig)
-    """ruff's rule groups."""
-    security: SecurityConfig = field(default_factory=SecurityConfig)
-    """bandit's skipped tests."""
-    cache_dir: Path | None = None
-    """mypy's persistent cache (created if missing); ``None`` analyses the stdlib every run."""
-    jobs: int = 2
-    """Cores to use."""
-    timeout_s: float = 600.0
-    """Wall-clock limit of each tool run."""
-    ruff: str | None = None
-    """The ruff executable; ``None`` finds it next to this Python, then on PATH."""
-    mypy: str | None = None
-    """The mypy executable; same lookup."""
-    bandit: str | None = None
-    """The bandit executable; same lookup."""
-
-    def __post_init__(self) -> None:
-        """Reject unknown layers and nonsensical limits."""
-        unknown = set(self.layers) - set(LAYERS)
-        if unknown:
-            raise ValueError(f"unknown layers {sorted(unknown)}; known: {sorted(LAYERS)}")
-        if self.jobs < 1:
-            raise ValueError("jobs must be at least 1")
-        if self.timeout_s <= 0:
-            raise ValueError("timeout_s must be positive")
 
 
 def check_tools(config: StaticConfig) -> None:

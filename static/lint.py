@@ -40,35 +40,14 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
+from static.config import GROUPS, LintConfig, LintGroup, StaticConfig
 from static.findings import Finding, Severity, ToolError
 from static.tools import locate
 
-if TYPE_CHECKING:
-    from static.batch import StaticConfig
-
 __all__ = ["GROUPS", "SEVERITY", "LintConfig", "LintGroup", "check", "find_tool", "severity"]
-
-LintGroup = Literal["bugs", "complexity", "docs", "annotations"]
-"""A separately reportable group of ruff rules."""
-
-GROUPS: Mapping[LintGroup, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "bugs": (
-        (
-            "F", "E9", "E722", "B", "PLE", "PLW", "PLR0124", "PLR0133", "ASYNC",
-            "RUF006", "RUF008", "RUF009", "RUF012", "RUF016", "RUF017", "RUF018",
-            "RUF024", "PIE794", "PIE796", "T10",
-        ),
-        ("B009", "B010", "B028", "B904", "B905"),
-    ),
-    "complexity": (("C901",), ()),
-    "docs": (("D",), ("D100", "D104")),
-    "annotations": (("ANN",), ("ANN401",)),
-}  # fmt: skip
-"""Each group's ``(select, ignore)`` ruff rule selectors."""
 
 SEVERITY: Mapping[str, Severity] = {
     "invalid-syntax": "high",
@@ -98,29 +77,6 @@ SEVERITY: Mapping[str, Severity] = {
 """Rule-id prefix -> severity; the longest matching prefix wins, ``low`` if none."""
 
 _ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
-
-
-@dataclass(frozen=True, slots=True)
-class LintConfig:
-    """Which ruff rules the lint layer reports."""
-
-    select_groups: frozenset[LintGroup] = frozenset({"bugs"})
-    """The groups of :data:`GROUPS` that are on."""
-    max_complexity: int = 10
-    """``C901`` fires above this McCabe complexity (``complexity`` group)."""
-    extend_select: tuple[str, ...] = ()
-    """Extra ruff selectors for a task set (reported as ``low`` unless in :data:`SEVERITY`)."""
-    ignore: tuple[str, ...] = ()
-    """ruff rules never reported."""
-
-    def __post_init__(self) -> None:
-        """Reject unknown groups and a complexity limit below 1; accept any iterable of groups."""
-        object.__setattr__(self, "select_groups", frozenset(self.select_groups))
-        unknown = set(self.select_groups) - set(GROUPS)
-        if unknown:
-            raise ValueError(f"unknown lint groups {sorted(unknown)}; known: {sorted(GROUPS)}")
-        if self.max_complexity < 1:
-            raise ValueError("max_complexity must be at least 1")
 
 
 def find_tool(config: StaticConfig) -> str:

@@ -35,28 +35,18 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from static.config import SecurityConfig, StaticConfig
 from static.findings import FileErrors, Finding, Severity, ToolError
 from static.source import uncompilable
 from static.tools import locate
-
-if TYPE_CHECKING:
-    from static.batch import StaticConfig
 
 __all__ = ["InProcess", "SecurityConfig", "check", "find_tool", "to_severity"]
 
 _SEVERITY: dict[str, Severity] = {"LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 _SYNTAX = "syntax error while parsing AST from file"
 _ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
-
-
-@dataclass(frozen=True, slots=True)
-class SecurityConfig:
-    """Which bandit tests the security layer runs."""
-
-    skip: tuple[str, ...] = ("B101", "B311")
-    """bandit test ids never run."""
 
 
 def find_tool(config: StaticConfig) -> str:

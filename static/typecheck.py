@@ -67,14 +67,12 @@ import tokenize
 import typing
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from static.config import StaticConfig
 from static.findings import FileErrors, Finding, Severity, ToolError
 from static.source import parse, uncompilable
 from static.tools import locate
-
-if TYPE_CHECKING:
-    from static.batch import StaticConfig
 
 __all__ = ["MYPY_FLAGS", "WORKER_REQUESTS", "Worker", "check", "find_tool", "prepare"]
 

@@ -24,7 +24,7 @@ from jsonschema.exceptions import ValidationError
 from gradebox.grader import Sample, Task
 from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
 from gradebox.service.problems import ApiError, Problem
-from sandbox.cases import _hidden_case, _public_task
+from sandbox.cases import parse_hidden_case, parse_public_task
 from sandbox.child.wire import WireError, from_wire
 from sandbox.types import HiddenCase, Limits
 
@@ -171,7 +171,7 @@ def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, An
     obj = {**public, "fn": fn}
     found = _schema_problems(_PUBLIC, obj, "/public")
     if not found:
-        _, built = _public_task(obj, 0)
+        _, built = parse_public_task(obj, 0)
         found = [_build_problem("/public", p, obj) for p in built]
     problems.extend(found)
     return obj
@@ -188,7 +188,7 @@ def _check_case(fn: str, case: Any, index: int, problems: list[Problem]) -> dict
     found = _schema_problems(_HIDDEN, obj, prefix)
     if not found:
         try:
-            _, built = _hidden_case(obj, index + 1)
+            _, built = parse_hidden_case(obj, index + 1)
         except RecursionError:
             built = ["nested too deeply"]
         found = [_build_problem(prefix, p, obj) for p in built]
@@ -288,11 +288,11 @@ def build_task(fn: str, public: dict[str, Any], hidden: list[dict[str, Any]]) ->
     """Rebuild a stored (already checked) task for the grader."""
     cases: list[HiddenCase] = []
     for i, obj in enumerate(hidden):
-        case, _ = _hidden_case(obj, i + 1)
+        case, _ = parse_hidden_case(obj, i + 1)
         if case is None:  # pragma: no cover - stored tasks were checked on the way in
             raise ValueError(f"stored task {fn!r}: case {i} no longer loads")
         cases.append(case)
-    pub, _ = _public_task(public, 0)
+    pub, _ = parse_public_task(public, 0)
     return Task(fn, tuple(cases), pub)
 
 

@@ -1,0 +1,83 @@
+"""The layout is the architecture: every package's imports, checked from its source.
+
+* ``sandbox``, ``static``, ``judge`` and ``rubrics`` (the bottom layers) never
+  import each other or ``gradebox`` (``rubrics`` is data the judge reads);
+* no module anywhere imports a private name (``_x``) of another package;
+* no layer module of ``static`` imports the batch runner (``static.config``
+  holds what they share), so ``static/`` has no import cycle;
+* code that runs inside the sandbox (``sandbox/child``) uses the standard
+  library only.
+
+Imports are read with ``ast`` (``TYPE_CHECKING`` blocks and function-level
+imports included), so a new module is covered the day it is added.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("sandbox", "static", "judge", "rubrics", "gradebox")
+BOTTOM = {"sandbox": set(), "static": set(), "judge": {"rubrics"}, "rubrics": set()}
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).with_suffix("")
+            name = ".".join(p for p in rel.parts if p != "__init__")
+            out.append((name, path))
+    return out
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) for every import statement in a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.module, [alias.name for alias in node.names]))
+    return found
+
+
+MODULES = _modules()
+_HARNESS = {"wire", "region", "sandbox.child", "sandbox.child.wire", "sandbox.child.region"}
+
+
+def test_every_package_and_subpackage_is_covered():
+    names = {name for name, _ in MODULES}
+    for sub in ("sandbox.child", "gradebox.service", "gradebox.suite"):
+        assert any(n.startswith(sub + ".") or n == sub for n in names), sub
+    assert len(MODULES) > 60
+
+
+@pytest.mark.parametrize(("name", "path"), MODULES, ids=[n for n, _ in MODULES])
+def test_imports_respect_the_layers(name, path):
+    top = name.split(".")[0]
+    problems = []
+    for module, names in _imports(path):
+        target = module.split(".")[0]
+        if top in BOTTOM and target in PACKAGES and target not in (top, *BOTTOM[top]):
+            problems.append(f"{name} imports {module}: a bottom layer imports another layer")
+        if target in PACKAGES and target != top:
+            private = [n for n in names if n.startswith("_")]
+            private += [p for p in module.split(".")[1:] if p.startswith("_") and p != "__init__"]
+            if private:
+                problems.append(f"{name} imports private {private} from {module}")
+        if (
+            name.startswith("static.")
+            and name not in ("static.batch",)
+            and module == "static.batch"
+        ):
+            problems.append(f"{name} imports the batch runner (use static.config)")
+        inside = name.startswith("sandbox.child.")
+        if inside and target not in sys.stdlib_module_names and module not in _HARNESS:
+            problems.append(f"{name} (runs in the sandbox) imports {module}")
+    assert not problems, "\n".join(problems)
