@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gradebox.grade import GateReport, TestsReport
 from gradebox.verdict import decide
 from judge import Judge, JudgeConfig, JudgeItem, JudgeResult
 
@@ -77,16 +78,8 @@ def test_the_outcomes_are_what_they_claim(judged):
 )
 def test_judge_never_flips_a_test_result(judged, outcomes, which):
     result = judged[which]
-    verdict = decide(
-        infra_error=False,
-        contract_ok=True,
-        syntax_ok=True,
-        banned=[],
-        claim="none",
-        outcomes=outcomes,
-        judge_mismatch=result.mismatch,
-        judge_unscored=result.unscored,
-    )
+    tests = TestsReport(tuple(outcomes), GateReport("ok", (), "ok"), "none", 1.0)
+    verdict = decide(tests, None, result)
     tests_pass = bool(outcomes) and all(o == "ok" for o in outcomes)
     if not tests_pass:
         assert (verdict.verdict, verdict.reason) == ("fail", "hidden_tests")
