@@ -1,7 +1,9 @@
 # ruff: noqa
 """Promise: a candidate cannot take the grader down.
 
-Attack: SIGKILL and SIGTERM to PID 1 (the namespace's init, or the host's).
+Attack: SIGSTOP, SIGINT, SIGHUP, SIGUSR1, SIGTERM and SIGKILL to PID 1 (the
+namespace's init, which is the harness itself and holds the grader's pipes;
+or the host's).
 
 NEVER run this without isolation.
 
@@ -21,7 +23,9 @@ def _name(marker):
 
 def f(x, marker):
     _name(marker)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    for sig in (
+        signal.SIGSTOP, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM, signal.SIGKILL
+    ):
         try:
             os.kill(1, sig)
         except OSError:
