@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from gradebox.errors import BadInput, GradeboxError, SetupError
 from gradebox.service.auth import ROLES, create_token
 from gradebox.service.config import ServiceConfig
 from gradebox.service.store import Store
 from sandbox.types import Limits
+
+if TYPE_CHECKING:
+    from gradebox.judge_stage import JudgeStage
 
 __all__ = ["serve", "token"]
 
@@ -192,6 +198,55 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="Accept per-process limits only when no cgroup can cap a whole tree.",
 )
 @click.option(
+    "--static-sessions",
+    type=click.IntRange(0, 64),
+    default=2,
+    show_default=True,
+    help="Warm static sessions (ruff, mypy, bandit; ~2.5 s each to start, one mypy process "
+    "each): samples checked at once. 0 switches the static layers off (rows: static null).",
+)
+@click.option(
+    "--static-policy",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Static policy (TOML or JSON, fail_on / review_on) of tasks that set none "
+    "(default: high-severity security findings and invented imports fail).",
+)
+@click.option(
+    "--lockfile",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="requirements.txt, uv.lock, poetry.lock or pylock.toml for tasks that register "
+    "none (default: the installed environment stands in).",
+)
+@click.option(
+    "--static-cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="mypy's cache for the sessions, kept between starts (default: a scratch one).",
+)
+@click.option(
+    "--no-judge",
+    is_flag=True,
+    help="No judge, even when GRADEBOX_JUDGE_BASE_URL or OPENAI_API_KEY is set.",
+)
+@click.option(
+    "--judge-default",
+    type=click.Choice(["off", "wait", "defer"]),
+    default="off",
+    show_default=True,
+    help="Judge mode of a request that names none (each judgement is a call to the endpoint).",
+)
+@click.option("--judge-model", metavar="NAME", help="Judge model (default: $GRADEBOX_JUDGE_MODEL).")
+@click.option(
+    "--judge-cache",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="SQLite cache of judge replies (default: $XDG_CACHE_HOME/gradebox/judge.sqlite).",
+)
+@click.option("--no-judge-cache", is_flag=True, help="Neither read nor write the judge cache.")
+@click.option(
+    "--judge-concurrency",
+    type=click.IntRange(1, 256),
+    help="Judge requests in flight at once (default: the judge's own, 4).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -205,6 +260,21 @@ def serve(**o: Any) -> None:
     accepting, lets samples in flight finish (or leaves them for the next
     start) and exits. /readyz is 503 until the sandbox passed its self-check.
 
+    Each sample goes through the same pipeline as `gradebox grade`: hidden
+    tests, then (per request) the static layers and the LLM judge, and one
+    verdict. POST /v1/grade takes "static": true|false (default true while
+    --static-sessions is above 0) and "judge": "wait"|"defer"|"off" (default
+    --judge-default) in its body; POST /v1/runs takes ?static=...&judge=...
+    With "defer" the row comes back at once with judge.status "pending"; read
+    it again at GET /v1/grades/{id} (or in the run's results). The judge only
+    annotates: a failing sample never passes. A task registers its own static
+    policy, allowed rules (a task that asks for MD5 allows B324) and lockfile.
+
+    The judge is configured here only, from GRADEBOX_JUDGE_BASE_URL,
+    GRADEBOX_JUDGE_API_KEY and GRADEBOX_JUDGE_MODEL (or OPENAI_BASE_URL,
+    OPENAI_API_KEY): a client can neither set nor read them. Without them the
+    judge is off and a request asking for it is 422.
+
     What a grader token sees of a task's hidden cases is the task's disclosure,
     set by the admin in PUT /v1/tasks/{fn}: "cases" (per-case outcomes), "counts"
     (the default: how many passed, failed, timed out) or "verdict". Write-only
@@ -213,23 +283,81 @@ def serve(**o: Any) -> None:
     \b
     Example (a fresh database; prints an admin token once):
       gradebox serve --db /tmp/gradebox.sqlite --port 8000 --admin-token
+    \b
+    With a judge, deferred unless a request says otherwise:
+      GRADEBOX_JUDGE_BASE_URL=http://127.0.0.1:8001/v1 GRADEBOX_JUDGE_MODEL=m \\
+        gradebox serve --db /tmp/gradebox.sqlite --judge-default defer
     """  # noqa: D301 - click needs a real \b to keep the example as written
     import uvicorn  # noqa: PLC0415 - only this command needs the server
 
     from gradebox.service.app import create_app  # noqa: PLC0415
 
-    config = _config(o)
-    if o["admin_token"]:
-        _print_admin_token(config.db)
     logging.basicConfig(level=o["log_level"].upper(), format="%(levelname)s %(name)s: %(message)s")
-    app = create_app(config)
-    uvicorn.run(
-        app,
-        host=o["host"],
-        port=o["port"],
-        log_level=o["log_level"],
-        timeout_graceful_shutdown=int(config.shutdown_grace_s),
+    with ExitStack() as stack:
+        try:
+            config = _config(o)
+            judge = _judge(o, stack)
+        except GradeboxError as exc:
+            click.echo(f"gradebox serve: {exc}", err=True)
+            sys.exit(2)
+        if o["admin_token"]:
+            _print_admin_token(config.db)
+        app = create_app(config, judge=judge)
+        uvicorn.run(
+            app,
+            host=o["host"],
+            port=o["port"],
+            log_level=o["log_level"],
+            timeout_graceful_shutdown=int(config.shutdown_grace_s),
+        )
+
+
+def _judge(o: dict[str, Any], stack: ExitStack) -> JudgeStage | None:
+    """The judge stage from the environment (read here only) and options; ``None``: off."""
+    if o["no_judge"]:
+        return None
+    from gradebox.judge_stage import JudgeStage, open_judge_stage  # noqa: PLC0415 - openai
+
+    stage = open_judge_stage(
+        os.environ,
+        rubric_names=["default"],
+        model=o["judge_model"],
+        cache_path=o["judge_cache"],
+        no_cache=o["no_judge_cache"],
+        concurrency=o["judge_concurrency"],
     )
+    stack.callback(stage.close)
+    if not isinstance(stage, JudgeStage):
+        click.echo(f"gradebox serve: {stage.notice}", err=True)
+        return None
+    return stage
+
+
+def _static_defaults(o: dict[str, Any]) -> dict[str, Any]:
+    """The service-wide static policy and lockfile pins (tasks may set their own)."""
+    from gradebox.static_stage import load_policy  # noqa: PLC0415 - only with static on
+    from static.lockfiles import LockfileError, read_lockfile  # noqa: PLC0415
+
+    out: dict[str, Any] = {
+        "static_sessions": o["static_sessions"],
+        "static_cache": o["static_cache"],
+    }
+    if o["static_policy"] is not None:
+        out["static_policy"] = load_policy(o["static_policy"])
+    if o["lockfile"] is not None:
+        try:
+            out["static_pins"] = read_lockfile(o["lockfile"])
+        except LockfileError as exc:
+            raise BadInput([str(exc)]) from exc
+    if o["static_sessions"] > 0:
+        from static.batch import StaticConfig, check_tools  # noqa: PLC0415
+        from static.findings import ToolError  # noqa: PLC0415
+
+        try:
+            check_tools(StaticConfig())
+        except ToolError as exc:
+            raise SetupError(f"static layers: {exc} (or --static-sessions 0)") from exc
+    return out
 
 
 def _config(o: dict[str, Any]) -> ServiceConfig:
@@ -261,6 +389,8 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         token_queue_samples=o["token_queue_samples"],
         rate_per_minute=o["rate_limit"],
         rate_burst=o["rate_burst"],
+        judge_default=o["judge_default"],
+        **_static_defaults(o),
     )
 
 

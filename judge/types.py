@@ -24,9 +24,13 @@ __all__ = [
     "Tokens",
 ]
 
-JudgeStatus = Literal["scored", "needs_review", "unavailable", "skipped"]
+JudgeStatus = Literal["scored", "needs_review", "unavailable", "skipped", "pending"]
 """``scored``: a valid reply. ``needs_review``: a reply that broke protocol (kept
-in ``raw``). ``unavailable``: no reply (infrastructure). ``skipped``: not asked."""
+in ``raw``). ``unavailable``: no reply (infrastructure). ``skipped``: not asked.
+``pending``: asked, not answered yet (the service's ``judge: "defer"``; the row is
+rewritten with the final status once the judge answers). Like ``unavailable`` and
+``skipped``, ``pending`` is neither a mismatch nor unscored: it leaves the verdict
+as the tests and static layers decided it."""
 IntentVerdict = Literal["match", "mismatch"]
 """Does the implementation do what the specification asks."""
 Severity = Literal["info", "warning", "error"]
@@ -149,7 +153,7 @@ class JudgeResult:
     """The judge's annotation of one candidate (the row's ``judge`` field)."""
 
     status: JudgeStatus
-    """``scored``, ``needs_review``, ``unavailable`` or ``skipped``."""
+    """``scored``, ``needs_review``, ``unavailable``, ``skipped`` or ``pending``."""
     verdict: IntentVerdict | None = None
     """Intent verdict; ``None`` unless scored by a rubric that asks for one."""
     scores: dict[str, int] = field(default_factory=dict)
@@ -202,6 +206,11 @@ class JudgeResult:
     def skipped(cls, reason_code: ReasonCode, reason: str) -> JudgeResult:
         """A result for a candidate the judge was not asked about."""
         return cls(status="skipped", reason_code=reason_code, reason=reason)
+
+    @classmethod
+    def pending(cls, reason: str) -> JudgeResult:
+        """A placeholder for a judgement that is still running (``reason`` says where to look)."""
+        return cls(status="pending", reason=reason)
 
     def to_row(self) -> dict[str, Any]:
         """The results row's ``judge`` field: plain JSON."""

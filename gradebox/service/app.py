@@ -5,7 +5,13 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
 - ``PUT /v1/tasks/{fn}`` (admin): register or replace a task; hidden cases are write-only.
 - ``GET /v1/tasks/{fn}`` (admin): the public part, the number of hidden cases, the revision.
 - ``POST /v1/grade``: grade one sample now, within a deadline; returns its row.
+  The body is the sample, plus optionally ``"static": true|false`` (default: true
+  when the server runs the static layers) and ``"judge": "wait"|"defer"|"off"``
+  (default: ``serve --judge-default``, itself ``off``).
+- ``GET /v1/grades/{id}``: a synchronous grade's row again (with a deferred judgement
+  once it finished).
 - ``POST /v1/runs``: submit samples (JSON array or JSON Lines); returns the run id at once.
+  Layers as query parameters: ``?static=true|false&judge=wait|defer|off``.
 - ``GET /v1/runs/{id}``, ``GET /v1/runs/{id}/results``, ``GET /v1/runs/{a}/diff/{b}``,
   ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel.
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (the sandbox passed its
@@ -28,18 +34,19 @@ import secrets
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gradebox.rundiff import diff_runs
 from gradebox.service.auth import Principal, authenticate
 from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body, read_body
-from gradebox.service.config import ServiceConfig
-from gradebox.service.grading import GradingService
+from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfig
+from gradebox.service.grading import GradingService, Outcome
 from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.rows import shown
@@ -49,13 +56,23 @@ from gradebox.service.validate import CheckedTask, check_samples, check_task, sa
 from gradebox.summary import summarize
 from sandbox.runner import Sandbox
 
+if TYPE_CHECKING:
+    from gradebox.judge_stage import JudgeStage
+    from gradebox.service.static import StaticService
+
 __all__ = ["create_app"]
 
 _log = logging.getLogger("gradebox.service")
 _bearer = HTTPBearer(auto_error=False, description="A token from `gradebox token create`.")
 
 
-def create_app(config: ServiceConfig, *, sandbox: Sandbox | None = None) -> FastAPI:
+def create_app(
+    config: ServiceConfig,
+    *,
+    sandbox: Sandbox | None = None,
+    static: StaticService | None = None,
+    judge: JudgeStage | None = None,
+) -> FastAPI:
     """Build the service's ASGI app.
 
     Nothing is opened until the app starts (its lifespan): then the SQLite
@@ -66,11 +83,15 @@ def create_app(config: ServiceConfig, *, sandbox: Sandbox | None = None) -> Fast
         config: The service's options.
         sandbox: A ready sandbox to use (the caller closes it); by default the app
             opens its own from ``config``.
+        static: Warm static sessions to use (the caller closes them); by default the
+            app starts ``config.static_sessions`` of its own (none: static is off).
+        judge: The judge stage, configured at the CLI boundary (the caller closes
+            it); ``None``: the judge is off on this server.
 
     Returns:
         The FastAPI application.
     """
-    state = ServiceState(config, sandbox)
+    state = ServiceState(config, sandbox, static=static, judge=judge)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -171,7 +192,9 @@ def _task_routes(app: FastAPI, state: ServiceState) -> None:
         """Register or replace a task. Hidden cases are write-only: nothing returns them."""
         raw = await _body(request, state)
         task = await off_loop(_checked_task, state, fn, raw, limiter=state.parsers)
-        revision = state.store.put_task(fn, task.public, task.hidden, task.limits, task.disclosure)
+        revision = state.store.put_task(
+            fn, task.public, task.hidden, task.limits, task.disclosure, task.static
+        )
         _log.info("task %s: revision %d (%d hidden cases)", fn, revision, len(task.hidden))
         return {"fn": fn, "revision": revision, "cases": len(task.hidden)}
 
@@ -198,7 +221,7 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
         """Grade one sample now and return its row, as far as the task's disclosure allows."""
         grading = _ready(state)
         raw = await _body(request, state)
-        sample = await off_loop(_one_sample, state, raw, limiter=state.parsers)
+        sample, layers = await off_loop(_one_sample, state, raw, limiter=state.parsers)
         wanted = {sample["fn"]: 1}
         state.rate.take(who.token_id, wanted)
         try:
@@ -206,7 +229,9 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
         except ApiError:
             state.rate.give_back(who.token_id, wanted)
             raise
-        future = state.pool.submit(grading.grade, sample_from_json(sample))
+        grade_id = secrets.token_hex(12)
+        job = partial(_grade_and_store, state, grading, grade_id, who.token_id)
+        future = state.pool.submit(job, sample_from_json(sample), layers)
         future.add_done_callback(lambda _f: state.slots.release(who.token_id))
         try:
             row: dict[str, Any] = await asyncio.wait_for(
@@ -214,22 +239,90 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
             )
         except TimeoutError as exc:
             raise ApiError(504, "grading did not finish within the deadline") from exc
-        return shown(row, admin=who.is_admin)
+        return _with_id(shown(row, admin=who.is_admin), grade_id)
+
+    @app.get("/v1/grades/{grade_id}", tags=["grade"])
+    async def get_grade(grade_id: str, who: Who) -> dict[str, Any]:
+        """A synchronous grade's row again; a deferred judgement shows once it finished."""
+        found = state.store.grade(grade_id) if len(grade_id) <= 64 else None
+        if found is None or not (who.is_admin or found[0] == who.token_id):
+            raise ApiError(404, "not found")  # never confirm another token's grade exists
+        return _with_id(shown(found[1], admin=who.is_admin), grade_id)
+
+
+def _with_id(row: dict[str, Any], grade_id: str) -> dict[str, Any]:
+    """The row with its grade id (``GET /v1/grades/{grade_id}``) first."""
+    return {"grade_id": grade_id, **row}
+
+
+def _grade_and_store(
+    state: ServiceState,
+    grading: GradingService,
+    grade_id: str,
+    owner: str,
+    sample: Any,
+    layers: Layers,
+) -> dict[str, Any]:
+    """Grade (in a worker thread), store the row, start a deferred judgement."""
+    outcome: Outcome = grading.grade(sample, layers)
+    state.store.put_grade(grade_id, owner, outcome.row)
+    if outcome.later is not None:
+        outcome.later(lambda row: state.store.update_grade(grade_id, row))
+    return outcome.row
+
+
+def _layers(state: ServiceState, static: Any, judge: Any, where: str) -> Layers:
+    """The layers a request asks for, its defaults filled in; 422 for what this server lacks."""
+    problems = []
+    if static is None:
+        static = state.has_static
+    elif not isinstance(static, bool):
+        problems.append(Problem(f"{where}static", "must be true or false"))
+    elif static and not state.has_static:
+        problems.append(Problem(f"{where}static", "the static layers are off on this server"))
+    if judge is None:
+        judge = state.config.judge_default if state.has_judge else "off"
+    elif judge not in JUDGE_MODES:
+        problems.append(Problem(f"{where}judge", "must be one of " + ", ".join(JUDGE_MODES)))
+    elif judge != "off" and not state.has_judge:
+        problems.append(Problem(f"{where}judge", "no judge is configured on this server"))
+    if problems:
+        raise ApiError(422, "invalid layers", problems)
+    return Layers(static=static is True, judge=judge)
 
 
 def _checked_task(state: ServiceState, fn: str, raw: bytes) -> CheckedTask:
     c = state.config
     body = parse_json(raw, Budget(c.parse_budget_s))
-    return check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
+    task = check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
+    _rubric_loads(state, task.public.get("rubric"))
+    return task
 
 
-def _one_sample(state: ServiceState, raw: bytes) -> dict[str, Any]:
-    """Parse and check a grade body (in a worker thread)."""
+def _rubric_loads(state: ServiceState, name: Any) -> None:
+    """With a judge configured, a task's rubric must load now, not fail every grade later."""
+    if state.judge_stage is None or not isinstance(name, str):
+        return
+    from rubrics import RubricError  # noqa: PLC0415 - with the judge only
+
+    try:
+        state.judge_stage.judge.rubric(name)
+    except RubricError as exc:
+        problems = [Problem("/public/rubric", str(p)[:300]) for p in exc.problems]
+        raise ApiError(422, "invalid task", problems) from exc
+
+
+def _one_sample(state: ServiceState, raw: bytes) -> tuple[dict[str, Any], Layers]:
+    """Parse and check a grade body (in a worker thread): the sample and its layers."""
     body = parse_json(raw, Budget(state.config.parse_budget_s))
+    layers = None
+    if isinstance(body, dict):
+        layers = _layers(state, body.pop("static", None), body.pop("judge", None), "/")
     [sample] = check_samples([body], numbered=False)
     _known_tasks(state, [sample], numbered=False)
     _short_enough(state, [sample], numbered=False)
-    return sample
+    assert layers is not None  # noqa: S101 - check_samples refused anything but an object
+    return sample, layers
 
 
 def _run_samples(state: ServiceState, raw: bytes) -> list[dict[str, Any]]:
@@ -285,9 +378,21 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         openapi_extra=RUN_BODY,
         responses={408: {"description": "Body too slow"}, 429: {"description": "Quota"}},
     )
-    async def submit(request: Request, who: Who) -> dict[str, Any]:
+    async def submit(
+        request: Request,
+        who: Who,
+        static: Annotated[
+            bool | None,
+            Query(description="Run the static layers (default: true when the server runs them)."),
+        ] = None,
+        judge: Annotated[
+            JudgeMode | None,
+            Query(description="wait, defer or off (default: serve --judge-default, itself off)."),
+        ] = None,
+    ) -> dict[str, Any]:
         """Queue a batch (JSON array or JSON Lines); returns the run id at once."""
         _ready(state)
+        layers = _layers(state, static, judge, "?")
         _queue_space(state, who.token_id)  # before reading: a full queue costs no parsing
         raw = await _body(request, state)
         samples = await off_loop(_run_samples, state, raw, limiter=state.parsers)
@@ -295,7 +400,9 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         state.rate.take(who.token_id, wanted)
         run_id = secrets.token_hex(12)
         try:
-            await off_loop(_add_run, state, run_id, who.token_id, samples, limiter=state.parsers)
+            await off_loop(
+                _add_run, state, run_id, who.token_id, samples, layers, limiter=state.parsers
+            )
         except ApiError:
             state.rate.give_back(who.token_id, wanted)
             raise
@@ -310,7 +417,13 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         summary = None
         if info.done:
             summary = await off_loop(_summary, state, run_id, who, limiter=state.parsers)
-        return _run_json(info) | {"summary": summary}
+        layers = Layers.from_json(state.store.run_options(run_id))
+        pending = state.store.judge_pending(run_id) if layers.judge == "defer" else 0
+        return _run_json(info) | {
+            "summary": summary,
+            "layers": layers.to_json(),
+            "judge_pending": pending,
+        }
 
     @app.get("/v1/runs/{run_id}/results", tags=["runs"])
     async def results(run_id: str, who: Who) -> StreamingResponse:
@@ -350,7 +463,9 @@ def _queue_full(detail: str, retry_after: int) -> ApiError:
     return ApiError(429, detail, headers={"Retry-After": str(retry_after)})
 
 
-def _add_run(state: ServiceState, run_id: str, owner: str, samples: list[dict[str, Any]]) -> None:
+def _add_run(
+    state: ServiceState, run_id: str, owner: str, samples: list[dict[str, Any]], layers: Layers
+) -> None:
     c = state.config
     if state.store.unfinished_runs() >= c.queue_size:  # runs may have come in meanwhile
         raise _queue_full("the run queue is full", c.run_retry_after_s)
@@ -361,6 +476,7 @@ def _add_run(state: ServiceState, run_id: str, owner: str, samples: list[dict[st
             samples,
             max_runs=c.token_queue_runs,
             max_samples=c.token_queue_samples,
+            options=layers.to_json(),
         )
     except QuotaExceeded as exc:
         raise _queue_full(f"this token's queue quota is full: {exc}", c.run_retry_after_s) from exc

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from sandbox.types import Limits
+from static.policy import DEFAULT_POLICY, Policy
 
-__all__ = ["DEFAULT_DISCLOSURE", "DISCLOSURES", "Disclosure", "ServiceConfig"]
+__all__ = [
+    "DEFAULT_DISCLOSURE",
+    "DISCLOSURES",
+    "JUDGE_MODES",
+    "Disclosure",
+    "JudgeMode",
+    "Layers",
+    "ServiceConfig",
+]
 
 Disclosure = Literal["cases", "counts", "verdict"]
 """What a grader token sees of a task's hidden cases in its rows (set per task by the admin).
@@ -23,6 +32,35 @@ DEFAULT_DISCLOSURE: Disclosure = "counts"
 """For a task registered without one. Per-case outcomes let a client that submits
 code read a hidden argument a bit per case per submission, so they are the admin's
 explicit choice; counts still say how close a candidate came."""
+
+
+JudgeMode = Literal["wait", "defer", "off"]
+"""Per request: judge before answering (``wait``), answer first with ``judge.status:
+"pending"`` and judge in the background (``defer``), or not at all (``off``)."""
+JUDGE_MODES: tuple[JudgeMode, ...] = get_args(JudgeMode)
+"""Every judge mode."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """Which layers after the sandbox grade a request's samples (stored with a run)."""
+
+    static: bool
+    """Run the static layers (the row's ``static`` is ``null`` without)."""
+    judge: JudgeMode
+    """Whether and when the judge annotates (the row's ``judge`` is ``null`` when off)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored with a run."""
+        return {"static": self.static, "judge": self.judge}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Layers:
+        """Inverse of :meth:`to_json`; a run stored before these options: tests only."""
+        judge = value.get("judge", "off")
+        return cls(
+            static=value.get("static") is True, judge=judge if judge in JUDGE_MODES else "off"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +120,15 @@ class ServiceConfig:
     ~0.3 s at this size, in one of the ``front_workers`` processes."""
     max_row_bytes: int = 64 * 1024
     """Largest result row stored or served; longer free text is cut first."""
+    static_sessions: int = 0
+    """Warm static sessions (samples checked at once, one mypy worker each, ~2.5 s to
+    start); 0 switches the static layers off. ``gradebox serve`` starts 2."""
+    static_policy: Policy = DEFAULT_POLICY
+    """The static policy of tasks that do not set their own."""
+    static_pins: dict[str, str] | None = None
+    """Lockfile pins of tasks that do not register a lockfile; ``None``: the installed
+    environment stands in, as for ``gradebox grade`` without ``--lockfile``."""
+    static_cache: Path | None = None
+    """mypy's cache for the sessions; ``None``: a scratch directory per session."""
+    judge_default: JudgeMode = "off"
+    """The judge mode of a request that names none (the judge costs an outside call)."""

@@ -1,86 +1,174 @@
-"""Grading for the service: tasks from the store, one grader per task revision.
+"""Grading for the service: tasks from the store, one grader per task revision, three layers.
 
-The service grades hidden tests only (no static layers, no judge): a gate for
-code suggestions needs an answer in milliseconds, and rows then never depend
-on an outside model. Rows name hidden cases by index only (``explain`` is
-never set), so no hidden value can reach a client through a row; what a
-grader token sees of them is its task's disclosure (:mod:`.rows`).
+A sample goes through the CLI's pipeline: extract and gate (in a pool of worker
+processes, :mod:`.front`), the hidden cases in the sandbox, then, as the
+request asks (:class:`~gradebox.service.config.Layers`), the static layers
+(:mod:`.static`: the CLI's static stage over warm sessions, with the task's
+policy, allowed rules and lockfile) and the judge (:mod:`.judging`: the CLI's
+judge stage). The record and its verdict come from
+:func:`gradebox.pipeline.finish`, which decides through
+:func:`gradebox.verdict.decide` alone, and the row from
+:meth:`gradebox.grade.Grade.to_row`: the same row as ``gradebox grade``. The
+judge only annotates: a test failure stays a failure, whatever it says.
 
-Extract and gate run in a pool of worker processes (:mod:`.front`), under a
-time budget per sample, with no lock shared between tasks: a sample that is
-slow to check costs one worker until its budget is spent (then that worker is
-killed), not everyone's grading, which threads could not give (the parser
-holds the GIL for a whole parse).
+With ``judge: "defer"`` the row is returned with ``judge.status: "pending"``
+(which, like ``unavailable``, leaves the verdict to tests and static) and
+:attr:`Outcome.later` judges in the background; the finished row (final judge
+annotation, verdict decided again by the same function: a pass may then become
+``needs_review``, never a failure a pass) replaces the stored one.
+
+Rows name hidden cases by index only (``explain`` is never set), so no hidden
+value can reach a client through a row; what a grader token sees of them is its
+task's disclosure (:mod:`.rows`). Static findings and the judge's annotation
+come from the code and the public task only; they are shown whatever the
+disclosure, within the row size cap.
+
+Extract and gate run in worker processes under a time budget per sample, with
+no lock shared between tasks: a sample that is slow to check costs one worker
+until its budget is spent (then that worker is killed), not everyone's grading.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from gradebox.grader import Front, GradeConfig, Grader, Sample, infra_row
-from gradebox.service.config import ServiceConfig
+from gradebox.pipeline import Annotation, Graded, finish
+from gradebox.service.config import Layers, ServiceConfig
 from gradebox.service.front import FrontFailure, FrontPool
 from gradebox.service.rows import cap_row, public_infra
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
 
-__all__ = ["GradingService", "infra_row"]
+if TYPE_CHECKING:
+    from gradebox.service.judging import JudgeService
+    from gradebox.service.static import StaticService
+    from gradebox.static_stage import StaticStage
+
+__all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_row"]
+
+PENDING_REASON = "the judge is still running; read the row again later"
+"""The ``reason`` of a pending judge annotation."""
+
+Row = dict[str, Any]
+StoreRow = Callable[[Row], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A sample's row, and the deferred judgement still to run, if any."""
+
+    row: Row
+    """The row as stored."""
+    later: Callable[[StoreRow], None] | None = None
+    """Start the deferred judgement; it calls its argument with the finished row."""
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskGrader:
+    revision: int
+    grader: Grader
+    disclosure: str
+    static: StaticStage | None
 
 
 class GradingService:
     """Grades one sample at a time against a stored task; thread-safe."""
 
     def __init__(
-        self, store: Store, sandbox: Sandbox, front: FrontPool, config: ServiceConfig
+        self,
+        store: Store,
+        sandbox: Sandbox,
+        front: FrontPool,
+        config: ServiceConfig,
+        *,
+        static: StaticService | None = None,
+        judge: JudgeService | None = None,
     ) -> None:
-        """Grade in ``sandbox`` and ``front`` (the caller starts and closes both).
+        """Grade in ``sandbox`` and ``front`` (the caller starts and closes all of them).
 
-        The server's limits apply unless a task lowers them.
+        The server's limits apply unless a task lowers them. Without ``static``
+        or ``judge`` those layers are off on this server.
         """
         self._store = store
         self._sandbox = sandbox
         self._front = front
         self._config = config
-        self._graders: dict[str, tuple[int, Grader, str]] = {}
+        self.static = static
+        self.judge = judge
+        self._graders: dict[str, _TaskGrader] = {}
         self._lock = threading.Lock()
 
-    def grade(self, sample: Sample) -> dict[str, Any]:
-        """Grade one sample and return its row as stored (an infra row if its task is gone)."""
-        found = self._grader(sample.fn)
+    def grade(self, sample: Sample, layers: Layers) -> Outcome:
+        """Grade one sample with the layers asked for (an infra row if its task is gone)."""
+        found = self._task(sample.fn)
         if found is None:
-            return self.finish(infra_row(sample, "task is not registered"), "verdict")
-        grader, disclosure = found
+            return Outcome(self.finish(infra_row(sample, "task is not registered"), "verdict"))
         t0 = time.perf_counter()
-        front = self._front.check(grader.front_job(sample), self._config.front_budget_s)
+        front = self._front.check(found.grader.front_job(sample), self._config.front_budget_s)
         if isinstance(front, FrontFailure):
-            return self.finish(infra_row(sample, front.message), disclosure)
-        row = grader.grade(sample, Front(front.extraction, front.gate, t0))
-        return self.finish(row, disclosure)
+            return Outcome(self.finish(infra_row(sample, front.message), found.disclosure))
+        graded = found.grader.grade_cases(sample, Front(front.extraction, front.gate, t0))
+        notes: dict[str, Annotation] = {}
+        if layers.static and self.static is not None and found.static is not None:
+            notes["static"] = self.static.annotate(found.static, graded)
+        later = None
+        judge = self.judge
+        if layers.judge != "off" and judge is not None:
+            upfront = judge.upfront(graded)
+            if upfront is not None:
+                notes["judge"] = upfront
+            elif layers.judge == "wait":
+                notes["judge"] = judge.annotate(graded)
+            else:
+                from judge import JudgeResult  # noqa: PLC0415 - loaded with the judge
 
-    def finish(self, row: dict[str, Any], disclosure: str) -> dict[str, Any]:
+                notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
+                later = self._later(judge, graded, notes, found.disclosure)
+        return Outcome(self._row(graded, notes, found.disclosure), later)
+
+    def _row(self, graded: Graded, notes: dict[str, Annotation], disclosure: str) -> Row:
+        return self.finish(finish(graded, notes).to_row(), disclosure)
+
+    def _later(
+        self, judge: JudgeService, graded: Graded, notes: dict[str, Annotation], disclosure: str
+    ) -> Callable[[StoreRow], None]:
+        def start(store_row: StoreRow) -> None:
+            def done(note: Annotation) -> None:
+                store_row(self._row(graded, {**notes, "judge": note}, disclosure))
+
+            judge.later(graded, done)
+
+        return start
+
+    def finish(self, row: Row, disclosure: str) -> Row:
         """The row as stored: a fixed infra message, capped, with its task's disclosure."""
         row = cap_row(public_infra(row, "grade"), self._config.max_row_bytes)
         row["disclosure"] = disclosure or "verdict"
         return row
 
-    def _grader(self, fn: str) -> tuple[Grader, str] | None:
+    def _task(self, fn: str) -> _TaskGrader | None:
         revision = self._store.task_revision(fn)
         if revision is None:
             return None
         with self._lock:
             cached = self._graders.get(fn)
-            if cached is not None and cached[0] == revision:
-                return cached[1], cached[2]
+            if cached is not None and cached.revision == revision:
+                return cached
         stored = self._store.task(fn)
         if stored is None:
             return None
         task = build_task(fn, stored.public, stored.hidden)
         config = GradeConfig(limits=replace(self._config.limits, **stored.limits))
-        grader = Grader(self._sandbox, {fn: task}, config)
+        static = self.static.stage(stored.static) if self.static is not None else None
+        built = _TaskGrader(
+            stored.revision, Grader(self._sandbox, {fn: task}, config), stored.disclosure, static
+        )
         with self._lock:
-            self._graders[fn] = (stored.revision, grader, stored.disclosure)
-        return grader, stored.disclosure
+            self._graders[fn] = built
+        return built

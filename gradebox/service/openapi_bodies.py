@@ -29,6 +29,55 @@ def _sample() -> dict[str, Any]:
     return schema
 
 
+def _grade() -> dict[str, Any]:
+    schema = _sample()
+    schema["properties"] = schema["properties"] | {
+        "static": {
+            "type": "boolean",
+            "description": "Run the static layers (default: true when the server runs them).",
+        },
+        "judge": {
+            "enum": ["wait", "defer", "off"],
+            "description": "Judge before answering, answer first with judge.status pending "
+            "(then GET /v1/grades/{grade_id}), or not at all (default: serve --judge-default, "
+            "itself off).",
+        },
+    }
+    schema["description"] = "A sample, and the layers to grade it with."
+    return schema
+
+
+def _static() -> dict[str, Any]:
+    selectors = {"type": "array", "items": {"type": "object"}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "This task's static settings (default: the server's policy and lockfile).",
+        "properties": {
+            "policy": {
+                "type": "object",
+                "properties": {"fail_on": selectors, "review_on": selectors},
+                "description": "Replaces the server's static policy (static.policy selectors).",
+            },
+            "allow_rules": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Rule ids the task legitimately needs (B324 for an MD5 task): "
+                "their findings stay on the row and never decide it.",
+            },
+            "lockfile": {
+                "type": "object",
+                "required": ["name", "content"],
+                "properties": {
+                    "name": {"enum": ["requirements.txt", "uv.lock", "poetry.lock", "pylock.toml"]},
+                    "content": {"type": "string"},
+                },
+                "description": "The lockfile imports are checked against (no -r / -c includes).",
+            },
+        },
+    }
+
+
 def _task() -> dict[str, Any]:
     hidden = _schema("sandbox", "hidden.schema.json")
     hidden["required"] = ["args"]
@@ -53,6 +102,7 @@ def _task() -> dict[str, Any]:
                 "description": "What grader tokens see of the hidden cases: per-case outcomes "
                 "(cases), how many passed, failed and timed out (counts), or the verdict only.",
             },
+            "static": _static(),
             "limits": {
                 "type": "object",
                 "additionalProperties": False,
@@ -79,7 +129,7 @@ def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 TASK_BODY = _body({"application/json": _task()})
 """``PUT /v1/tasks/{fn}``."""
-GRADE_BODY = _body({"application/json": _sample()})
+GRADE_BODY = _body({"application/json": _grade()})
 """``POST /v1/grade``."""
 RUN_BODY = _body(
     {

@@ -1,10 +1,11 @@
-"""The service's moving parts and their life: store, sandbox, front, grading, worker, limits."""
+"""The service's moving parts and their life: store, sandbox, static, judge, grading, worker."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -13,9 +14,14 @@ from gradebox.service.front import FrontPool
 from gradebox.service.grading import GradingService
 from gradebox.service.problems import ApiError
 from gradebox.service.quota import GradeSlots, RateLimiter
+from gradebox.service.static import StaticService
 from gradebox.service.store import Store
 from gradebox.service.worker import RunWorker
 from sandbox.runner import Sandbox, open_sandbox
+
+if TYPE_CHECKING:
+    from gradebox.judge_stage import JudgeStage
+    from gradebox.service.judging import JudgeService
 
 __all__ = ["ServiceState"]
 
@@ -25,10 +31,24 @@ _log = logging.getLogger("gradebox.service")
 class ServiceState:
     """Everything a request handler needs; opened by the app's lifespan."""
 
-    def __init__(self, config: ServiceConfig, sandbox: Sandbox | None) -> None:
-        """Use ``sandbox`` when given (the caller closes it), else open one on start."""
+    def __init__(
+        self,
+        config: ServiceConfig,
+        sandbox: Sandbox | None,
+        *,
+        static: StaticService | None = None,
+        judge: JudgeStage | None = None,
+    ) -> None:
+        """Use ``sandbox`` and ``static`` when given (the caller closes them), else open them.
+
+        ``judge`` is the judge stage (the caller closes it); without one the judge is off.
+        """
         self.config = config
         self._given = sandbox
+        self._given_static = static
+        self._static: StaticService | None = static
+        self._judge_stage = judge
+        self._judge: JudgeService | None = None
         self._sandbox: Sandbox | None = None
         self._grading: GradingService | None = None
         self._store: Store | None = None
@@ -67,6 +87,21 @@ class ServiceState:
         return self._grading
 
     @property
+    def has_static(self) -> bool:
+        """Whether this server runs the static layers (``--static-sessions`` above 0)."""
+        return self._given_static is not None or self.config.static_sessions > 0
+
+    @property
+    def has_judge(self) -> bool:
+        """Whether a judge endpoint is configured."""
+        return self._judge_stage is not None
+
+    @property
+    def judge_stage(self) -> JudgeStage | None:
+        """The judge stage (for checking a task's rubric), when configured."""
+        return self._judge_stage
+
+    @property
     def backend(self) -> str | None:
         """The isolation in use, once ready."""
         return self._sandbox.backend if self._sandbox is not None else None
@@ -77,10 +112,15 @@ class ServiceState:
         The sandbox opens (and checks its isolation) in the background.
         """
         self._store = Store(self.config.db)
+        _settle_pending(self._store)
+        if self._judge_stage is not None:
+            from gradebox.service.judging import JudgeService  # noqa: PLC0415 - loads openai
+
+            self._judge = JudgeService(self._judge_stage)
         self._front.start()
         self._worker = RunWorker(self._store, lambda: self._grading, self.config.workers)
         self._worker.start()
-        if self._given is not None:
+        if self._given is not None and (self._static is not None or not self.has_static):
             self._ready(self._given)
         else:
             threading.Thread(
@@ -90,20 +130,32 @@ class ServiceState:
     def _open_sandbox(self) -> None:
         c = self.config
         try:
-            sb = open_sandbox(c.isolation, c.limits, workers=c.workers, python=c.sandbox_python)
-        except Exception as exc:  # IsolationUnavailable and anything else: stay not ready
-            _log.error("sandbox refused; the service stays not ready: %s", exc)
+            if self._static is None and c.static_sessions > 0:
+                self._static = StaticService(
+                    sessions=c.static_sessions,
+                    cache_dir=c.static_cache,
+                    policy=c.static_policy,
+                    pins=c.static_pins,
+                )
+            sb = self._given or open_sandbox(
+                c.isolation, c.limits, workers=c.workers, python=c.sandbox_python
+            )
+        except Exception as exc:  # IsolationUnavailable, a missing tool: stay not ready
+            _log.error("sandbox or static layers refused; the service stays not ready: %s", exc)
             return
         with self._lock:
             closing = self._closing
         if closing:
-            sb.close()
+            if sb is not self._given:
+                sb.close()
             return
         self._ready(sb)
 
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
-        self._grading = GradingService(self.store, sandbox, self._front, self.config)
+        self._grading = GradingService(
+            self.store, sandbox, self._front, self.config, static=self._static, judge=self._judge
+        )
         _log.info("sandbox ready (isolation: %s)", sandbox.backend)
         if self._worker is not None:
             self._worker.wake()
@@ -120,8 +172,39 @@ class ServiceState:
         if self._worker is not None and not self._worker.stop(self.config.shutdown_grace_s):
             _log.warning("samples still in flight at shutdown: they are graded on the next start")
         self.pool.shutdown(wait=False, cancel_futures=True)
+        if self._judge is not None:  # rows still pending are settled on the next start
+            self._judge.close(wait=False)
         self._front.close()
+        if self._static is not None and self._given_static is None:
+            self._static.close()
         if self._sandbox is not None and self._given is None:
             self._sandbox.close()
         if self._store is not None:
             self._store.close()
+
+
+def _settle_pending(store: Store) -> None:
+    """Rows whose deferred judgement was lost with the last process: the judge is unavailable.
+
+    The verdict stays as stored: ``pending`` and ``unavailable`` are both neither a
+    mismatch nor unscored, so :func:`gradebox.verdict.decide` gives the same verdict.
+    """
+    rows = store.pending_judgements()
+    if not rows:
+        return
+    from judge import JudgeResult  # noqa: PLC0415 - only when there is something to settle
+
+    lost = JudgeResult(
+        status="unavailable",
+        reason_code="endpoint_error",
+        reason="the service stopped before the judge answered",
+    ).to_row()
+    for kind, key, idx, row in rows:
+        row["judge"] = lost
+        if kind == "grade":
+            store.update_grade(key, row)
+        else:
+            store.update_result(key, idx, row)
+    _log.warning(
+        "%d deferred judgements were lost at the last stop (judge: unavailable)", len(rows)
+    )

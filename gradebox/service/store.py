@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     limits TEXT NOT NULL,
     revision INTEGER NOT NULL,
     updated REAL NOT NULL,
-    disclosure TEXT NOT NULL DEFAULT 'counts'
+    disclosure TEXT NOT NULL DEFAULT 'counts',
+    static TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -51,7 +52,8 @@ CREATE TABLE IF NOT EXISTS runs (
     status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'cancelled')),
     created REAL NOT NULL,
     finished REAL,
-    total INTEGER NOT NULL
+    total INTEGER NOT NULL,
+    options TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs (id),
@@ -60,8 +62,28 @@ CREATE TABLE IF NOT EXISTS samples (
     row TEXT,
     PRIMARY KEY (run_id, idx)
 );
+CREATE TABLE IF NOT EXISTS grades (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created REAL NOT NULL,
+    row TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (status, owner, created);
 """
+
+_MIGRATIONS = (
+    # Databases from before per-task disclosure: their tasks get the default.
+    (
+        "tasks",
+        "disclosure",
+        "ALTER TABLE tasks ADD COLUMN disclosure TEXT NOT NULL DEFAULT 'counts'",
+    ),
+    # From before static settings per task: the server's policy and lockfile.
+    ("tasks", "static", "ALTER TABLE tasks ADD COLUMN static TEXT NOT NULL DEFAULT '{}'"),
+    # From before per-run layer options: the defaults of the time (tests only).
+    ("runs", "options", "ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'"),
+)
+_PENDING = "json_extract(row, '$.judge.status') = 'pending'"
 
 _UNFINISHED = ("queued", "running")
 
@@ -100,6 +122,8 @@ class StoredTask:
     """When it was last written (Unix time)."""
     disclosure: str = "counts"
     """What grader tokens see of the hidden cases (``cases``, ``counts``, ``verdict``)."""
+    static: dict[str, Any] = field(default_factory=dict)
+    """The task's static settings (policy, allowed rules, lockfile); empty: the server's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +163,11 @@ class Store:
             self._migrate()
 
     def _migrate(self) -> None:
-        """Databases from before per-task disclosure: their tasks get the default."""
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(tasks)")}
-        if "disclosure" not in columns:
-            self._db.execute(
-                "ALTER TABLE tasks ADD COLUMN disclosure TEXT NOT NULL DEFAULT 'counts'"
-            )
+        """Add the columns older databases lack (:data:`_MIGRATIONS`), each with its default."""
+        for table, column, sql in _MIGRATIONS:
+            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                self._db.execute(sql)
 
     def close(self) -> None:
         """Close the connection."""
@@ -191,6 +214,7 @@ class Store:
         hidden: list[dict[str, Any]],
         limits: dict[str, Any],
         disclosure: str = "counts",
+        static: dict[str, Any] | None = None,
     ) -> int:
         """Register or replace a task; return its new revision."""
         with self._lock:
@@ -200,8 +224,8 @@ class Store:
                 revision = 1 if old is None else old[0] + 1
                 self._db.execute(
                     "INSERT OR REPLACE INTO tasks "
-                    "(fn, public, hidden, limits, revision, updated, disclosure) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "(fn, public, hidden, limits, revision, updated, disclosure, static) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         fn,
                         _dump(public),
@@ -210,6 +234,7 @@ class Store:
                         revision,
                         time.time(),
                         disclosure,
+                        _dump(static or {}),
                     ),
                 )
             except BaseException:
@@ -221,21 +246,28 @@ class Store:
     def task(self, fn: str) -> StoredTask | None:
         """The task named ``fn`` with its hidden cases (for the grader only)."""
         row = self._one(
-            "SELECT fn, public, hidden, limits, revision, updated, disclosure "
+            "SELECT fn, public, hidden, limits, revision, updated, disclosure, static "
             "FROM tasks WHERE fn = ?",
             (fn,),
         )
         if row is None:
             return None
         return StoredTask(
-            row[0], json.loads(row[1]), json.loads(row[2]), json.loads(row[3]), *row[4:]
+            row[0],
+            json.loads(row[1]),
+            json.loads(row[2]),
+            json.loads(row[3]),
+            row[4],
+            row[5],
+            row[6],
+            json.loads(row[7]),
         )
 
     def task_summary(self, fn: str) -> dict[str, Any] | None:
         """A task's public part, limits, revision and number of cases (never the cases)."""
         row = self._one(
-            "SELECT fn, public, json_array_length(hidden), limits, revision, updated, disclosure "
-            "FROM tasks WHERE fn = ?",
+            "SELECT fn, public, json_array_length(hidden), limits, revision, updated, disclosure, "
+            "static FROM tasks WHERE fn = ?",
             (fn,),
         )
         if row is None:
@@ -248,6 +280,7 @@ class Store:
             "revision": row[4],
             "updated": row[5],
             "disclosure": row[6],
+            "static": json.loads(row[7]),
         }
 
     def task_revision(self, fn: str) -> int | None:
@@ -276,6 +309,7 @@ class Store:
         *,
         max_runs: int | None = None,
         max_samples: int | None = None,
+        options: dict[str, Any] | None = None,
     ) -> None:
         """Store a run and all its samples in one transaction (all or nothing).
 
@@ -293,8 +327,9 @@ class Store:
                 if max_samples is not None and waiting + len(samples) > max_samples:
                     raise QuotaExceeded(f"at most {max_samples} ungraded samples per token")
                 self._db.execute(
-                    "INSERT INTO runs (id, owner, status, created, total) VALUES (?, ?, ?, ?, ?)",
-                    (run_id, owner, "queued", time.time(), len(samples)),
+                    "INSERT INTO runs (id, owner, status, created, total, options) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (run_id, owner, "queued", time.time(), len(samples), _dump(options or {})),
                 )
                 self._db.executemany(
                     "INSERT INTO samples (run_id, idx, sample) VALUES (?, ?, ?)",
@@ -386,6 +421,59 @@ class Store:
             )
             == 1
         )
+
+    def run_options(self, run_id: str) -> dict[str, Any]:
+        """The layer options a run was submitted with (``{}`` for an unknown run)."""
+        row = self._one("SELECT options FROM runs WHERE id = ?", (run_id,))
+        return {} if row is None else dict(json.loads(row[0]))
+
+    def update_result(self, run_id: str, idx: int, row: dict[str, Any]) -> bool:
+        """Replace a sample's result (its deferred judgement arrived); False if it has none."""
+        return (
+            self._write(
+                "UPDATE samples SET row = ? WHERE run_id = ? AND idx = ? AND row IS NOT NULL",
+                (_dump(row), run_id, idx),
+            )
+            == 1
+        )
+
+    def judge_pending(self, run_id: str) -> int:
+        """How many of a run's results still wait for their deferred judgement."""
+        row = self._one(
+            f"SELECT count(*) FROM samples WHERE run_id = ? AND {_PENDING}",  # noqa: S608
+            (run_id,),
+        )
+        return int(row[0]) if row else 0
+
+    # ------------------------------------------------------------------ grades
+
+    def put_grade(self, grade_id: str, owner: str, row: dict[str, Any]) -> None:
+        """Store a synchronous grade's row under its id."""
+        self._write(
+            "INSERT INTO grades (id, owner, created, row) VALUES (?, ?, ?, ?)",
+            (grade_id, owner, time.time(), _dump(row)),
+        )
+
+    def update_grade(self, grade_id: str, row: dict[str, Any]) -> bool:
+        """Replace a grade's row (its deferred judgement arrived)."""
+        return self._write("UPDATE grades SET row = ? WHERE id = ?", (_dump(row), grade_id)) == 1
+
+    def grade(self, grade_id: str) -> tuple[str, dict[str, Any]] | None:
+        """``(owner, row)`` of a synchronous grade."""
+        row = self._one("SELECT owner, row FROM grades WHERE id = ?", (grade_id,))
+        return None if row is None else (str(row[0]), json.loads(row[1]))
+
+    def pending_judgements(self) -> list[tuple[str, str, int, dict[str, Any]]]:
+        """Every stored row still marked ``judge.status: pending``.
+
+        Returns:
+            ``("grade", grade id, -1, row)`` and ``("run", run id, index, row)`` items.
+        """
+        grades = self._all(f"SELECT id, row FROM grades WHERE {_PENDING}")  # noqa: S608
+        samples = self._all(f"SELECT run_id, idx, row FROM samples WHERE {_PENDING}")  # noqa: S608
+        return [("grade", str(g), -1, json.loads(r)) for g, r in grades] + [
+            ("run", str(r), int(i), json.loads(x)) for r, i, x in samples
+        ]
 
     def results(self, run_id: str, *, page: int = 500) -> Iterator[dict[str, Any]]:
         """The finished results of a run in sample order, read a page at a time."""

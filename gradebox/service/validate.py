@@ -1,7 +1,7 @@
 """Request bodies, once parsed (:mod:`.bodies`): checked with the same schemas as the files.
 
 A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...},
-"disclosure": "cases" | "counts" | "verdict"}``:
+"disclosure": "cases" | "counts" | "verdict", "static": {...}}``:
 ``public`` is a ``public.jsonl`` line and each case a ``hidden.jsonl`` line,
 with ``fn`` taken from the path when left out. Samples are ``samples.jsonl``
 lines (``id`` optional). Every problem comes back with a JSON pointer and a
@@ -14,7 +14,7 @@ import json
 import keyword
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -24,6 +24,7 @@ from jsonschema.exceptions import ValidationError
 from gradebox.grader import Sample, Task
 from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
 from gradebox.service.problems import ApiError, Problem
+from gradebox.service.static import check_task_static
 from sandbox.cases import parse_hidden_case, parse_public_task
 from sandbox.child.wire import WireError, from_wire
 from sandbox.types import HiddenCase, Limits
@@ -56,7 +57,7 @@ def _sample_schema() -> dict[str, Any]:
 _HIDDEN = Draft202012Validator(_schema("sandbox", "hidden.schema.json"))
 _PUBLIC = Draft202012Validator(_schema("sandbox", "public.schema.json"))
 _SAMPLE = Draft202012Validator(_sample_schema())
-_TOP_KEYS = ("public", "hidden", "limits", "disclosure")
+_TOP_KEYS = ("public", "hidden", "limits", "disclosure", "static")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,8 @@ class CheckedTask:
     """Limit overrides."""
     disclosure: Disclosure = DEFAULT_DISCLOSURE
     """What grader tokens see of the hidden cases."""
+    static: dict[str, Any] = field(default_factory=dict)
+    """Static settings (policy, allowed rules, lockfile; :mod:`.static`); empty: the server's."""
 
 
 # --------------------------------------------------------------------- schemas
@@ -157,9 +160,10 @@ def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> Checked
     disclosure = body.get("disclosure", DEFAULT_DISCLOSURE)
     if disclosure not in DISCLOSURES:
         problems.append(Problem("/disclosure", "must be one of " + ", ".join(DISCLOSURES)))
+    static = check_task_static(body.get("static"), problems)
     if problems:
         raise ApiError(422, "invalid task", problems)
-    return CheckedTask(checked_public, checked_hidden, limits, disclosure)
+    return CheckedTask(checked_public, checked_hidden, limits, disclosure, static)
 
 
 def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, Any]:

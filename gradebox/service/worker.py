@@ -10,6 +10,10 @@ where none exists (:meth:`Store.put_result`), so a sample never gets two.
 Stopping (shutdown) and cancelling stop new samples from starting; samples in
 flight finish and are committed. A sample cut off by a hard kill has no result
 and is graded when the run resumes, on the next start.
+
+Each run grades with the layers it was submitted with (stored with the run). A
+row whose judge was deferred is committed at once (``judge.status: "pending"``)
+and replaced when the judge answers.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from gradebox.service.grading import GradingService, infra_row
+from gradebox.service.config import Layers
+from gradebox.service.grading import GradingService, Outcome, infra_row
 from gradebox.service.store import Store
 from gradebox.service.validate import sample_from_json
 
@@ -132,8 +137,11 @@ class RunWorker:
         self, grading: GradingService, run_id: str, idx: int, obj: dict[str, Any]
     ) -> None:
         sample = sample_from_json(obj)
+        layers = Layers.from_json(self._store.run_options(run_id))
         try:
-            row = grading.grade(sample)
+            outcome = grading.grade(sample, layers)
         except Exception as exc:  # a grader bug must not look like a wrong submission
             row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
-        self._store.put_result(run_id, idx, row)
+            outcome = Outcome(row)
+        if self._store.put_result(run_id, idx, outcome.row) and outcome.later is not None:
+            outcome.later(lambda row: self._store.update_result(run_id, idx, row))

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from gradebox.service import ServiceConfig, Store, create_app, create_token
+from gradebox.service.static import StaticService
 from sandbox import Sandbox, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,16 @@ def sandbox() -> Iterator[Sandbox]:
         yield sb
     finally:
         sb.close()
+
+
+@pytest.fixture(scope="module")
+def static_service() -> Iterator[StaticService]:
+    """One warm static session for a module (each takes ~2.5 s to start)."""
+    service = StaticService(sessions=1)
+    try:
+        yield service
+    finally:
+        service.close()
 
 
 @pytest.fixture
@@ -82,13 +93,19 @@ def example_samples() -> list[dict[str, Any]]:
 
 @asynccontextmanager
 async def running(
-    db: Path, sandbox: Sandbox | None, *, register: bool = True, **overrides: Any
+    db: Path,
+    sandbox: Sandbox | None,
+    *,
+    register: bool = True,
+    static: StaticService | None = None,
+    judge: Any = None,
+    **overrides: Any,
 ) -> AsyncIterator[Service]:
     store = Store(db)
     tokens = [create_token(store, r) for r in ("admin", "grader", "grader")]
     store.close()
     config = replace(ServiceConfig(db=db), **overrides)
-    app = create_app(config, sandbox=sandbox)
+    app = create_app(config, sandbox=sandbox, static=static, judge=judge)
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),

@@ -28,6 +28,7 @@ def test_openapi_lists_every_endpoint():
         "/readyz",
         "/v1/tasks/{fn}",
         "/v1/grade",
+        "/v1/grades/{grade_id}",
         "/v1/runs",
         "/v1/runs/{run_id}",
         "/v1/runs/{run_id}/results",

@@ -1,0 +1,72 @@
+"""The judge in the service: the CLI's judge stage, one sample at a time, limited.
+
+The stage (:class:`~gradebox.judge_stage.JudgeStage`) is built at the CLI
+boundary (``gradebox serve`` reads ``GRADEBOX_JUDGE_*`` there) and handed to
+the app; endpoint, model and key never come from a client and are never shown
+to one. What the judge sees is what the CLI's stage builds: the public spec,
+signature and rubric, and the extracted code; never hidden cases.
+
+``judge: "wait"`` judges in the grading thread before the row is returned;
+``"defer"`` returns the row with ``judge.status: "pending"`` and judges in
+this module's own threads (``concurrency`` of them, the stage's own request
+limit). Both share one limit on judgements in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from gradebox.pipeline import Annotation, Graded
+from judge import JudgeResult
+
+if TYPE_CHECKING:
+    from gradebox.judge_stage import JudgeStage
+
+__all__ = ["JudgeService"]
+
+_log = logging.getLogger("gradebox.service")
+
+
+class JudgeService:
+    """One judge stage with a limit on judgements in flight; thread-safe."""
+
+    def __init__(self, stage: JudgeStage, *, concurrency: int | None = None) -> None:
+        """Judge with ``stage`` (the caller closes it), ``concurrency`` at once."""
+        self.stage = stage
+        width = concurrency or (stage.config.concurrency if stage.config else 4)
+        self._limit = threading.BoundedSemaphore(width)
+        self._pool = ThreadPoolExecutor(width, thread_name_prefix="gradebox-judge-later")
+
+    def upfront(self, graded: Graded) -> Annotation | None:
+        """The annotation when the judge is not asked (no code, no spec), else ``None``."""
+        planned = self.stage.item(graded)
+        return Annotation(planned) if isinstance(planned, JudgeResult) else None
+
+    def annotate(self, graded: Graded) -> Annotation:
+        """Judge one sample now (within the limit), as the CLI's stage does."""
+        with self._limit:
+            try:
+                return self.stage.run([graded])[0]
+            except Exception as exc:  # as the pipeline does: unavailable, never a verdict
+                message = f"judge stage error: {type(exc).__name__}"
+                return self.stage.crashed([graded], message)[0]
+
+    def later(self, graded: Graded, done: Callable[[Annotation], Any]) -> Future[None]:
+        """Judge ``graded`` in the background; ``done(annotation)`` stores the result."""
+
+        def job() -> None:
+            note = self.annotate(graded)
+            try:
+                done(note)
+            except Exception:  # a database error: the row stays pending
+                _log.exception("a deferred judgement could not be stored")
+
+        return self._pool.submit(job)
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop taking deferred judgements; finish (``wait``) or drop those queued."""
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)

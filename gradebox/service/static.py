@@ -1,0 +1,236 @@
+"""The static layers in the service: warm sessions, per-task settings, the CLI's stage.
+
+A row's ``static`` field is built by the CLI's own :class:`~gradebox.static_stage.StaticStage`
+(imports vs lockfile, metrics, diff size, policy, the same :class:`~gradebox.grade.StaticReport`),
+so the same code under the same policy and lockfile gives the same JSON through
+the API as through ``gradebox grade``. Only the tool layers (ruff, mypy, bandit)
+run differently: in a warm :class:`static.batch.Session` (bandit in process,
+mypy in a long-lived worker), one candidate at a time, instead of once per batch.
+Sessions are built once at start-up (~2.5 s each) and shared as a small pool:
+a session serialises its checks, so ``sessions`` bounds how many samples are
+checked at once.
+
+Per-task settings (:class:`TaskStatic`, ``"static"`` in ``PUT /v1/tasks/{fn}``)
+replace the server's policy and lockfile for that task, and name the rule ids
+the task legitimately needs (``allow_rules``: a task that asks for an MD5
+digest allows bandit's ``B324``). An allowed rule's findings stay on the row;
+they only never decide its effect (they are added to every selector's
+``except_rules``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import queue
+import re
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradebox.pipeline import Annotation, Graded
+from gradebox.service.problems import Problem
+from gradebox.static_stage import StaticStage
+from static.batch import Candidate, Session, StaticConfig, StaticResult
+from static.lockfiles import LockfileError, read_lockfile
+from static.policy import DEFAULT_POLICY, Policy
+
+__all__ = ["LOCKFILE_NAMES", "StaticService", "TaskStatic", "check_task_static"]
+
+LOCKFILE_NAMES = ("requirements.txt", "uv.lock", "poetry.lock", "pylock.toml")
+"""Names a task's lockfile may be given under (they choose its format)."""
+
+_KEYS = ("policy", "allow_rules", "lockfile")
+_RULE = re.compile(r"^[A-Za-z0-9*?_\-]{1,40}$")
+# A lockfile given as text has no folder: an include would read a server file.
+_INCLUDE = re.compile(r"^\s*(-r|-c|--requirement|--constraint)\b", re.MULTILINE)
+_MAX_LOCKFILE = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStatic:
+    """A task's static settings (``"static"`` of a task body); empty means the server's."""
+
+    policy: Policy | None = None
+    """Replaces the server's policy for this task; ``None`` keeps it."""
+    allow_rules: tuple[str, ...] = ()
+    """Rule ids (or patterns) whose findings never decide the effect for this task."""
+    pins: dict[str, str] | None = None
+    """``{distribution: version}`` from the task's lockfile; ``None`` keeps the server's."""
+
+
+def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
+    """Check a task body's ``static`` object; return it for storage (problems appended)."""
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        problems.append(Problem("/static", "must be an object"))
+        return {}
+    for key in body:
+        if key not in _KEYS:
+            problems.append(
+                Problem(f"/static/{key}", "unknown property; known: " + ", ".join(_KEYS))
+            )
+    try:
+        task_static(body)
+    except ValueError as exc:
+        where, _, message = str(exc).partition(": ")
+        problems.append(Problem(f"/static/{where}", message[:300]))
+    return dict(body)
+
+
+def task_static(stored: Mapping[str, Any]) -> TaskStatic:
+    """Build the settings from their stored (or body) form.
+
+    Raises:
+        ValueError: ``"<field>: <what is wrong>"``.
+    """
+    policy = None
+    if "policy" in stored:
+        if not isinstance(stored["policy"], dict):
+            raise ValueError("policy: must be an object with fail_on / review_on")
+        try:
+            policy = Policy.from_mapping(stored["policy"])
+        except ValueError as exc:
+            raise ValueError(f"policy: {exc}") from exc
+    allow = stored.get("allow_rules", [])
+    if not isinstance(allow, list) or not all(isinstance(r, str) and _RULE.match(r) for r in allow):
+        raise ValueError("allow_rules: must be a list of rule ids such as B324 (or patterns)")
+    pins = _pins(stored["lockfile"]) if "lockfile" in stored else None
+    return TaskStatic(policy, tuple(allow), pins)
+
+
+def _pins(lockfile: Any) -> dict[str, str]:
+    if (
+        not isinstance(lockfile, dict)
+        or set(lockfile) != {"name", "content"}
+        or lockfile["name"] not in LOCKFILE_NAMES
+        or not isinstance(lockfile["content"], str)
+    ):
+        raise ValueError(
+            "lockfile: must be {name, content}, name one of " + ", ".join(LOCKFILE_NAMES)
+        )
+    content: str = lockfile["content"]
+    if len(content) > _MAX_LOCKFILE:
+        raise ValueError(f"lockfile: longer than {_MAX_LOCKFILE} characters")
+    if _INCLUDE.search(content):
+        raise ValueError("lockfile: -r / -c includes are not allowed in a registered lockfile")
+    with tempfile.TemporaryDirectory(prefix="gradebox-lock-") as folder:
+        path = Path(folder) / lockfile["name"]
+        path.write_text(content, encoding="utf-8")
+        try:
+            return read_lockfile(path)
+        except LockfileError as exc:
+            raise ValueError(f"lockfile: {str(exc).replace(folder + '/', '')}") from exc
+
+
+def allowing(policy: Policy, rules: Sequence[str]) -> Policy:
+    """``policy`` with ``rules`` excluded from every selector (they annotate, never decide)."""
+    if not rules:
+        return policy
+
+    def widen(selectors: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(
+            dataclasses.replace(s, except_rules=(*s.except_rules, *rules)) for s in selectors
+        )
+
+    return Policy(fail_on=widen(policy.fail_on), review_on=widen(policy.review_on))
+
+
+class _WarmStage(StaticStage):
+    """The CLI's static stage with the tool layers run in a warm session of the pool."""
+
+    def __init__(self, sessions: _Sessions, config: StaticConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self._sessions = sessions
+
+    def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
+        with self._sessions.one() as session:
+            return [session.check(c) for c in candidates]
+
+
+class _Sessions:
+    """A fixed set of warm sessions, each used by one thread at a time."""
+
+    def __init__(self, sessions: list[Session]) -> None:
+        self._all = sessions
+        self._free: queue.SimpleQueue[Session] = queue.SimpleQueue()
+        for s in sessions:
+            self._free.put(s)
+
+    @contextmanager
+    def one(self) -> Iterator[Session]:
+        session = self._free.get()
+        try:
+            yield session
+        finally:
+            self._free.put(session)
+
+    def close(self) -> None:
+        for s in self._all:
+            s.close()
+
+
+class StaticService:
+    """Warm static sessions and the server's default policy and lockfile; thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        sessions: int = 2,
+        cache_dir: Path | None = None,
+        policy: Policy = DEFAULT_POLICY,
+        pins: dict[str, str] | None = None,
+    ) -> None:
+        """Start ``sessions`` warm sessions (each ~2.5 s, one mypy worker process).
+
+        Args:
+            sessions: How many samples may be checked at once.
+            cache_dir: mypy's cache (each session keeps its own below it); ``None``
+                keeps it in each session's scratch directory.
+            policy: The server's policy (a task may replace it).
+            pins: The server's lockfile pins; ``None`` lets the installed
+                environment stand in (as ``gradebox grade`` without ``--lockfile``).
+
+        Raises:
+            static.findings.ToolError: A tool is missing or did not start.
+        """
+        self.config = StaticConfig(cache_dir=cache_dir, jobs=1)
+        self.policy = policy
+        self.pins = pins
+        self.environment = importlib.metadata.packages_distributions()
+        started: list[Session] = []
+        try:
+            for i in range(max(1, sessions)):
+                folder = None if cache_dir is None else cache_dir / f"session-{i}"
+                started.append(Session(dataclasses.replace(self.config, cache_dir=folder)))
+        except Exception:
+            for s in started:
+                s.close()
+            raise
+        self._sessions = _Sessions(started)
+
+    def stage(self, settings: Mapping[str, Any]) -> StaticStage:
+        """The static stage for a task's stored settings (cheap; cache it per revision)."""
+        task = task_static(settings)
+        policy = allowing(task.policy or self.policy, task.allow_rules)
+        pins = task.pins if task.pins is not None else self.pins
+        return _WarmStage(
+            self._sessions, self.config, policy=policy, pins=pins, environment=self.environment
+        )
+
+    @staticmethod
+    def annotate(stage: StaticStage, graded: Graded) -> Annotation:
+        """The sample's static annotation, exactly as the CLI's stage makes it."""
+        try:
+            return stage.run([graded])[0]
+        except Exception as exc:  # as the pipeline does: an infra error on the row
+            message = f"static stage error: {type(exc).__name__}"
+            return stage.crashed([graded], message)[0]
+
+    def close(self) -> None:
+        """Stop every session's mypy worker."""
+        self._sessions.close()
