@@ -31,12 +31,14 @@ from static.policy import Effect
 if TYPE_CHECKING:  # the judge package loads its client; a run without a judge never needs it
     from judge import JudgeResult
 
-__all__ = ["GateReport", "Grade", "Json", "StaticFinding", "StaticReport", "TestsReport"]
+__all__ = ["Cap", "GateReport", "Grade", "Json", "StaticFinding", "StaticReport", "TestsReport"]
 
 Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
 """A plain JSON value."""
 
 _FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "crash")
+Cap = Literal["memory", "processes"]
+"""A cap on a candidate's whole process tree."""
 
 
 def _word(value: Any, vocabulary: tuple[str, ...], what: str) -> Any:
@@ -100,6 +102,9 @@ class TestsReport:
     """Arguments, expected and actual values of failed cases (``--explain`` only)."""
     counterexample: Json = None
     """A shrunk failing property-generated case (``--explain`` only)."""
+    caps_hit: tuple[Cap, ...] = ()
+    """Caps on the whole process tree the candidate ran into (``memory``,
+    ``processes``): why a fork bomb timed out, for instance."""
 
     @property
     def failed(self) -> list[int]:
@@ -257,6 +262,8 @@ class Grade:
             row["explain"] = t.explain
         if t.counterexample is not None:
             row["counterexample"] = t.counterexample
+        if t.caps_hit:
+            row["caps_hit"] = list(t.caps_hit)
         return row
 
     @classmethod
@@ -279,6 +286,9 @@ class Grade:
                 detail=_opt_str(row.get("detail"), "detail"),
                 explain=row.get("explain"),
                 counterexample=row.get("counterexample"),
+                caps_hit=tuple(
+                    _word(c, get_args(Cap), "caps_hit") for c in _strs(row.get("caps_hit", []), "c")
+                ),
             )
             verdict = Verdict(
                 _word(row["verdict"], get_args(VerdictName), "verdict"),

@@ -275,6 +275,7 @@ class Grader:
             detail=detail[:MAX_TEXT] if detail else None,
             explain=explain,
             counterexample=counterexample,
+            caps_hit=tuple(c for c in ("memory", "processes") if run and c in run.caps_hit),
         )
         return Graded(
             sample_id=sample.id,

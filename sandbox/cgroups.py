@@ -86,6 +86,23 @@ class CgroupTree:
             with contextlib.suppress(OSError):
                 Path(f"/proc/{pid}/oom_score_adj").write_text("-1000")
 
+    def hits(self) -> dict[str, int]:
+        """How often the tree has hit each cap so far: ``processes`` and ``memory``.
+
+        Counters only grow; compare two readings to see what one candidate did
+        (v2 ``pids.events``/``memory.events``; v1 ``pids.events``,
+        ``memory.failcnt`` and ``memory.oom_control``). Unreadable counters read 0.
+        """
+        counts = {"processes": 0, "memory": 0}
+        for d in self.dirs:
+            counts["processes"] += _field(d / "pids.events", "max")
+            counts["memory"] += _field(d / "memory.events", "max") + _field(
+                d / "memory.events", "oom_kill"
+            )
+            counts["memory"] += _number(d / "memory.failcnt")
+            counts["memory"] += _field(d / "memory.oom_control", "oom_kill")
+        return counts
+
     def remove(self) -> None:
         """Remove the cgroups once their processes are gone (best effort, bounded)."""
         deadline = time.monotonic() + 2.0
@@ -145,6 +162,26 @@ def _own_v2_path() -> TreeCap | None:
                 if delegated and _writable_dir(base):
                     return TreeCap(base, base, v2=True)
     return None
+
+
+def _field(path: Path, key: str) -> int:
+    """The value of ``key`` in a flat-keyed cgroup file, 0 when absent or unreadable."""
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        pass
+    return 0
+
+
+def _number(path: Path) -> int:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def _writable_dir(path: Path) -> bool:

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from sandbox.backends import Backend, find_python, get_backend
@@ -150,6 +151,7 @@ class Sandbox:
         """
         lim = limits or self.limits
         job = {
+            "tree_capped": self._tree_cap is not None,
             "code": code,
             "fn": fn,
             "cases": [
@@ -163,12 +165,14 @@ class Sandbox:
         }
         t0 = time.monotonic()
         worker = self._checkout()
+        caps: tuple[str, ...] = ()
         try:
             for attempt in range(2):
                 if worker is None:
                     worker = self._start_worker()
                 try:
                     reply = worker.serve(job, lim)
+                    caps = worker.caps_hit()
                     break
                 except WorkerTainted:
                     # Nothing of this job ran: the worker is not to be trusted, this
@@ -183,13 +187,17 @@ class Sandbox:
                 self._discard(worker)
                 worker = None
         except WorkerSilent:
+            caps = worker.caps_hit() if worker is not None else ()
             self._discard(worker)
             worker = None
-            return _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
+            res = _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
+            return replace(res, caps_hit=caps)
         except WorkerDied:
+            caps = worker.caps_hit() if worker is not None else ()
             self._discard(worker)
             worker = None
-            return _all(cases, "crash", "sandbox process ended", time.monotonic() - t0)
+            res = _all(cases, "crash", "sandbox process ended", time.monotonic() - t0)
+            return replace(res, caps_hit=caps)
         except WorkerError as exc:
             self._discard(worker)
             worker = None
@@ -200,7 +208,7 @@ class Sandbox:
             )
         finally:
             self._idle.put(worker)
-        return _decode_reply(reply, len(cases), time.monotonic() - t0)
+        return replace(_decode_reply(reply, len(cases), time.monotonic() - t0), caps_hit=caps)
 
     def self_check(self) -> None:
         """Prove the isolation holds; raise :class:`IsolationUnavailable` if not."""

@@ -168,6 +168,9 @@ class RunResult:
     """Wall time for the whole candidate, measured by the grader."""
     infra_error: str | None = None
     """Set when the grader or sandbox itself failed: not the candidate's fault."""
+    caps_hit: tuple[str, ...] = ()
+    """The caps on the whole process tree the candidate ran into (``memory``,
+    ``processes``), read from its worker's cgroup; empty without tree limits."""
 
 
 def make_case(

@@ -73,6 +73,7 @@ class Worker:
         self._cgroup = cgroup
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
         self.recycle = False
+        self._hits: dict[str, int] = {}
         fd = filter_pipe(launch.seccomp) if launch.seccomp is not None else None
         try:
             self._proc = spawner.submit(
@@ -119,6 +120,13 @@ class Worker:
                 self.close()
                 raise WorkerError(f"could not confine the worker to its cgroup: {exc}") from exc
 
+    def caps_hit(self) -> tuple[str, ...]:
+        """The tree caps (``processes``, ``memory``) hit since the last job was sent."""
+        if self._cgroup is None:
+            return ()
+        now = self._cgroup.hits()
+        return tuple(k for k, v in sorted(now.items()) if v > self._hits.get(k, 0))
+
     @property
     def alive(self) -> bool:
         """True while the worker process runs."""
@@ -139,6 +147,7 @@ class Worker:
         """
         job = dict(job, limits=asdict(limits))
         data = json.dumps(job, ensure_ascii=True, allow_nan=False).encode("ascii")
+        self._hits = self._cgroup.hits() if self._cgroup is not None else {}
         if self._buf or _readable(self._out, 0.0):
             raise WorkerTainted("bytes were waiting on the worker's pipe before the job")
         self._send(_HDR.pack(len(data)) + data)

@@ -428,7 +428,12 @@ def test_readme_documents_every_row_field_outcome_and_reason(example_rows):
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("| field | what it holds |") :]
     rows, _ = example_rows
-    fields = {k for r in rows.values() for k in r} | {"explain", "counterexample", "input_sha256"}
+    fields = {k for r in rows.values() for k in r} | {
+        "explain",
+        "counterexample",
+        "input_sha256",
+        "caps_hit",
+    }
     for name in fields:
         assert f"`{name}`" in table.split("Outcome labels")[0], name
     labels = table[table.index("| label | meaning |") :]
@@ -448,3 +453,47 @@ def test_readme_grade_examples_write_to_scratch_paths_and_name_real_files():
             assert out.startswith("/tmp/"), out
         for path in re.findall(r"\$E/(\S+)", block):
             assert (EXAMPLES / path).is_file(), path
+
+
+def test_a_fork_bomb_row_says_it_hit_the_process_cap(tmp_path):
+    bomb = (
+        "import os, time\n"
+        "def inc(x):\n"
+        "    budget = 11\n"
+        "    while budget > 0:\n"
+        "        try:\n"
+        "            os.fork()\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "        budget -= 1\n"
+        "    time.sleep(30)\n"
+    )
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
+    samples = [
+        {"id": "bomb", "fn": "inc", "code": bomb},
+        {"id": "ok", "fn": "inc", "code": "def inc(x):\n    return x + 1\n"},
+    ]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(tmp_path / "h.jsonl"),
+            "--samples",
+            str(tmp_path / "s.jsonl"),
+            "--no-static",
+            "--no-judge",
+            "--case-timeout",
+            "1",
+            "--jobs",
+            "1",
+            "--banned-imports",
+            "",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    rows = {r["id"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert rows["bomb"]["outcomes"] == ["timeout"]
+    assert rows["bomb"]["caps_hit"] == ["processes"], rows["bomb"]
+    assert "caps_hit" not in rows["ok"] and rows["ok"]["verdict"] == "pass"

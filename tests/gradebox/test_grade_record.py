@@ -63,3 +63,15 @@ def test_a_missing_field_is_named():
     del row["claim"]
     with pytest.raises(ValueError, match="'claim'"):
         Grade.from_row(row)
+
+
+def test_caps_hit_is_on_the_row_only_when_a_cap_was_hit():
+    row = json.loads(next(line for line in _lines() if '"timeouts": [' in line))
+    assert "caps_hit" not in row
+    row["caps_hit"] = ["processes"]
+    grade = Grade.from_row(row)
+    assert grade.tests.caps_hit == ("processes",)
+    assert grade.to_row()["caps_hit"] == ["processes"]
+    row["caps_hit"] = ["patience"]
+    with pytest.raises(ValueError, match="caps_hit"):
+        Grade.from_row(row)

@@ -136,6 +136,7 @@ def assert_still_grades(sb: Any) -> None:
     res, elapsed = run_bounded(sb, HONEST, cases)
     assert res.infra_error is None, f"honest candidate got an infra_error: {res.infra_error}"
     assert outcomes(cases, res) == ["ok"] * 3, f"honest candidate not graded ok: {res}"
+    assert res.caps_hit == (), f"an honest candidate reported hitting a cap: {res.caps_hit}"
     assert elapsed < 5.0, f"honest candidate took {elapsed:.1f} s"
 
 
@@ -899,6 +900,9 @@ def test_fork_bomb_is_contained(shared_sandbox: Any) -> None:
             f"{watch.peak_tasks} processes at once (limit {LIMITS.max_procs})"
         )
         assert not survivors(marker), survivors(marker)
+        assert "processes" in res.caps_hit, (
+            f"the bomb ran into the process cap but the result does not say so: {res.caps_hit}"
+        )
         assert_still_grades(shared_sandbox)
     finally:
         kill_marked(marker)
@@ -953,6 +957,7 @@ def test_memory_of_a_process_tree_is_bounded(shared_sandbox: Any) -> None:
             f"the candidate's processes held {watch.peak_rss_mb:.0f} MiB at once "
             f"(memory limit {LIMITS.memory_mb} MiB): the limit does not bound a process tree"
         )
+        assert "memory" in res.caps_hit, f"the tree hit the memory cap, unreported: {res}"
         assert_still_grades(shared_sandbox)
     finally:
         kill_marked(marker)
