@@ -40,6 +40,7 @@ class JudgeService:
         width = concurrency or (stage.config.concurrency if stage.config else 4)
         self._limit = threading.BoundedSemaphore(width)
         self._pool = ThreadPoolExecutor(width, thread_name_prefix="gradebox-judge-later")
+        self._closed = threading.Event()
 
     def upfront(self, graded: Graded) -> Annotation | None:
         """The annotation when the judge is not asked (no code, no spec), else ``None``."""
@@ -60,6 +61,8 @@ class JudgeService:
 
         def job() -> None:
             note = self.annotate(graded)
+            if self._closed.is_set():  # the store is closing: the next start settles the row
+                return
             try:
                 done(note)
             except Exception:  # a database error: the row stays pending
@@ -68,5 +71,11 @@ class JudgeService:
         return self._pool.submit(job)
 
     def close(self, *, wait: bool = True) -> None:
-        """Stop taking deferred judgements; finish (``wait``) or drop those queued."""
+        """Stop taking deferred judgements; finish (``wait``) or drop those queued.
+
+        Judgements still running when ``wait`` is false store nothing: their rows stay
+        ``pending`` and the next start marks them ``unavailable``.
+        """
+        if not wait:
+            self._closed.set()
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
