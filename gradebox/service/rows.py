@@ -77,6 +77,7 @@ def shown(row: dict[str, Any], *, admin: bool) -> dict[str, Any]:
         out["latency_ms"] = _coarse(latency)
     else:
         out["latency_ms"] = None
+        out.pop("caps_hit", None)  # whether a cap was hit can depend on the hidden arguments
     return out
 
 

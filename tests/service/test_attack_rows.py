@@ -157,3 +157,24 @@ async def test_detail_and_rows_are_capped(kit):
         good = await _grade(svc, "def f(x):\n    return 1\n")
         assert good["verdict"] == "pass"
         assert len(json.dumps(good)) <= 1500 and good.get("truncated") is True
+
+
+def test_a_cap_hit_is_one_more_bit_only_below_verdict_disclosure():
+    from gradebox.service.rows import shown
+
+    row = {
+        "id": "s",
+        "fn": "f",
+        "pass": False,
+        "verdict": "fail",
+        "reason": "hidden_tests",
+        "failed": [],
+        "timeouts": [0],
+        "outcomes": ["timeout"],
+        "latency_ms": 1234.5,
+        "caps_hit": ["processes"],
+    }
+    assert shown(dict(row, disclosure="cases"), admin=False)["caps_hit"] == ["processes"]
+    assert shown(dict(row, disclosure="counts"), admin=False)["caps_hit"] == ["processes"]
+    assert "caps_hit" not in shown(dict(row, disclosure="verdict"), admin=False)
+    assert shown(dict(row, disclosure="verdict"), admin=True)["caps_hit"] == ["processes"]
