@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from gradebox.errors import BadInput
 from gradebox.grader import Sample, Task
+from gradebox.task_static import task_static
 from sandbox.cases import load_hidden, load_public, read_jsonl
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
@@ -106,6 +107,8 @@ def load_inputs(
     sample_list: list[Sample] = attempt(
         lambda: load_samples(samples, skip_bad_lines=skip_bad_lines), []
     )
+    if public is not None:
+        fatal += _static_problems(public, pub)
     if fatal:
         raise BadInput(fatal)
     by_fn: dict[str, list[HiddenCase]] = {}
@@ -123,3 +126,15 @@ def load_inputs(
     if not kept:
         raise BadInput([*problems, *orphans, f"{samples}: no sample can be graded"])
     return RunInputs(tasks=tasks, samples=kept, problems=problems + orphans)
+
+
+def _static_problems(path: Path, tasks: dict[str, PublicTask]) -> list[str]:
+    """Each task's unusable ``static`` settings, as ``file:line: static.<field>: ...``."""
+    out = []
+    for task in tasks.values():
+        if task.static:
+            try:
+                task_static(json.loads(task.static))
+            except ValueError as exc:
+                out.append(f"{path}:{task.line}: static.{exc}")
+    return out

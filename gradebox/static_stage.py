@@ -39,6 +39,8 @@ from typing import Any, cast
 from gradebox.errors import BadInput, SetupError
 from gradebox.grade import Json, StaticFinding, StaticReport
 from gradebox.pipeline import Annotation, Graded
+from gradebox.task_static import allowing, task_static
+from sandbox.types import PublicTask
 from static import diffsize, imports, metrics
 from static.batch import Candidate, StaticConfig, StaticResult, check_batch, check_tools
 from static.findings import Finding, ToolError
@@ -80,6 +82,7 @@ class StaticStage:
             importlib.metadata.packages_distributions() if environment is None else environment
         )
         self._kept: dict[str, tuple[list[Finding], str]] | None = {} if keep_for_sarif else None
+        self._policies: dict[str, Policy] = {}
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
         """Check every item that has extracted code; one annotation per item.
@@ -156,7 +159,25 @@ class StaticStage:
         findings.sort(key=lambda f: (f.line, f.col, f.layer, f.rule, f.message))
         if self._kept is not None:
             self._kept[g.sample_id] = (findings, code)
-        return _note(self._field(findings, numbers, diff, dict(sorted(errors.items())) or None))
+        policy = self.policy_for(g.public)
+        return _note(
+            self._field(findings, numbers, diff, dict(sorted(errors.items())) or None, policy)
+        )
+
+    def policy_for(self, public: PublicTask | None) -> Policy:
+        """The policy for one task: its own (``public.jsonl`` ``static``), else the run's.
+
+        A task's ``allow_rules`` are excluded from every selector: their findings
+        stay on the row and never decide. Settings were checked when the file was read.
+        """
+        if public is None or not public.static:
+            return self.policy
+        found = self._policies.get(public.static)
+        if found is None:
+            task = task_static(json.loads(public.static))
+            found = allowing(task.policy or self.policy, task.allow_rules)
+            self._policies[public.static] = found
+        return found
 
     def _field(
         self,
@@ -164,7 +185,9 @@ class StaticStage:
         numbers: dict[str, Any],
         diff: dict[str, Any] | None,
         errors: dict[str, str] | None,
+        policy: Policy | None = None,
     ) -> StaticReport:
+        policy = policy or self.policy
         return StaticReport(
             findings=tuple(
                 StaticFinding(f.layer, f.rule, f.severity, f.line, f.col, f.message)
@@ -172,8 +195,8 @@ class StaticStage:
             ),
             metrics=cast(Json, numbers),
             diff=cast(Json, diff),
-            effect=apply(findings, self.policy),
-            deciding=tuple(dict.fromkeys(f.rule for f in deciding(findings, self.policy))),
+            effect=apply(findings, policy),
+            deciding=tuple(dict.fromkeys(f.rule for f in deciding(findings, policy))),
             infra_error=errors,
         )
 

@@ -424,6 +424,7 @@ def parse_public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | No
         helpers_allowed=obj.get("helpers_allowed", False),
         banned_imports=None if banned is None else tuple(banned),
         rubric=obj.get("rubric", "default"),
+        static=json.dumps(obj["static"], sort_keys=True) if obj.get("static") else "",
         line=number,
     )
     return task, []

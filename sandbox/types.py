@@ -75,6 +75,9 @@ class PublicTask:
     """The task's import denylist; ``None`` means the run's default."""
     rubric: str = "default"
     """Name of the rubric the judge uses."""
+    static: str = ""
+    """The task's own static settings (``policy``, ``allow_rules``) as canonical JSON
+    text, or empty; the sandbox never reads them (the grader does)."""
     line: int = 0
     """Line number in the source file, for messages."""
 

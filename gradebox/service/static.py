@@ -23,43 +23,19 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import queue
-import re
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gradebox.pipeline import Annotation, Graded
 from gradebox.service.problems import Problem
 from gradebox.static_stage import StaticStage
+from gradebox.task_static import KEYS, LOCKFILE_NAMES, TaskStatic, allowing, task_static
 from static.batch import Candidate, Session, StaticConfig, StaticResult
-from static.lockfiles import LockfileError, read_lockfile
 from static.policy import DEFAULT_POLICY, Policy
 
 __all__ = ["LOCKFILE_NAMES", "StaticService", "TaskStatic", "check_task_static"]
-
-LOCKFILE_NAMES = ("requirements.txt", "uv.lock", "poetry.lock", "pylock.toml")
-"""Names a task's lockfile may be given under (they choose its format)."""
-
-_KEYS = ("policy", "allow_rules", "lockfile")
-_RULE = re.compile(r"^[A-Za-z0-9*?_\-]{1,40}$")
-# A lockfile given as text has no folder: an include would read a server file.
-_INCLUDE = re.compile(r"^\s*(-r|-c|--requirement|--constraint)\b", re.MULTILINE)
-_MAX_LOCKFILE = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class TaskStatic:
-    """A task's static settings (``"static"`` of a task body); empty means the server's."""
-
-    policy: Policy | None = None
-    """Replaces the server's policy for this task; ``None`` keeps it."""
-    allow_rules: tuple[str, ...] = ()
-    """Rule ids (or patterns) whose findings never decide the effect for this task."""
-    pins: dict[str, str] | None = None
-    """``{distribution: version}`` from the task's lockfile; ``None`` keeps the server's."""
 
 
 def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
@@ -70,9 +46,9 @@ def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
         problems.append(Problem("/static", "must be an object"))
         return {}
     for key in body:
-        if key not in _KEYS:
+        if key not in KEYS:
             problems.append(
-                Problem(f"/static/{key}", "unknown property; known: " + ", ".join(_KEYS))
+                Problem(f"/static/{key}", "unknown property; known: " + ", ".join(KEYS))
             )
     try:
         task_static(body)
@@ -80,64 +56,6 @@ def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
         where, _, message = str(exc).partition(": ")
         problems.append(Problem(f"/static/{where}", message[:300]))
     return dict(body)
-
-
-def task_static(stored: Mapping[str, Any]) -> TaskStatic:
-    """Build the settings from their stored (or body) form.
-
-    Raises:
-        ValueError: ``"<field>: <what is wrong>"``.
-    """
-    policy = None
-    if "policy" in stored:
-        if not isinstance(stored["policy"], dict):
-            raise ValueError("policy: must be an object with fail_on / review_on")
-        try:
-            policy = Policy.from_mapping(stored["policy"])
-        except ValueError as exc:
-            raise ValueError(f"policy: {exc}") from exc
-    allow = stored.get("allow_rules", [])
-    if not isinstance(allow, list) or not all(isinstance(r, str) and _RULE.match(r) for r in allow):
-        raise ValueError("allow_rules: must be a list of rule ids such as B324 (or patterns)")
-    pins = _pins(stored["lockfile"]) if "lockfile" in stored else None
-    return TaskStatic(policy, tuple(allow), pins)
-
-
-def _pins(lockfile: Any) -> dict[str, str]:
-    if (
-        not isinstance(lockfile, dict)
-        or set(lockfile) != {"name", "content"}
-        or lockfile["name"] not in LOCKFILE_NAMES
-        or not isinstance(lockfile["content"], str)
-    ):
-        raise ValueError(
-            "lockfile: must be {name, content}, name one of " + ", ".join(LOCKFILE_NAMES)
-        )
-    content: str = lockfile["content"]
-    if len(content) > _MAX_LOCKFILE:
-        raise ValueError(f"lockfile: longer than {_MAX_LOCKFILE} characters")
-    if _INCLUDE.search(content):
-        raise ValueError("lockfile: -r / -c includes are not allowed in a registered lockfile")
-    with tempfile.TemporaryDirectory(prefix="gradebox-lock-") as folder:
-        path = Path(folder) / lockfile["name"]
-        path.write_text(content, encoding="utf-8")
-        try:
-            return read_lockfile(path)
-        except LockfileError as exc:
-            raise ValueError(f"lockfile: {str(exc).replace(folder + '/', '')}") from exc
-
-
-def allowing(policy: Policy, rules: Sequence[str]) -> Policy:
-    """``policy`` with ``rules`` excluded from every selector (they annotate, never decide)."""
-    if not rules:
-        return policy
-
-    def widen(selectors: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(
-            dataclasses.replace(s, except_rules=(*s.except_rules, *rules)) for s in selectors
-        )
-
-    return Policy(fail_on=widen(policy.fail_on), review_on=widen(policy.review_on))
 
 
 class _WarmStage(StaticStage):

@@ -174,6 +174,8 @@ def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, An
         problems.append(Problem("/public/fn", "must equal the task name in the path"))
     obj = {**public, "fn": fn}
     found = _schema_problems(_PUBLIC, obj, "/public")
+    if "static" in public:  # public.jsonl carries it for the CLI; a task body has its own
+        found.append(Problem("/public/static", "give a task's static settings as /static"))
     if not found:
         _, built = parse_public_task(obj, 0)
         found = [_build_problem("/public", p, obj) for p in built]

@@ -537,3 +537,52 @@ def test_a_check_that_raises_on_one_sample_is_that_samples_infra_error(monkeypat
     assert p.infra_error == {"metrics": "the metrics check raised RecursionError"}
     assert not a.infra_error and a.metrics["max_complexity"] == 1
     assert not u.infra_error and [f.rule for f in u.findings] == ["F401"]
+
+
+# -- a task's own static settings in public.jsonl ------------------------------------------
+
+
+def _md5_run(tmp_path, static):
+    (tmp_path / "h.jsonl").write_text('{"fn": "inc", "args": [1], "expect": 2}\n')
+    public = {"fn": "inc", "spec": "Add one; log an MD5 digest of b'x'."}
+    if static is not None:
+        public["static"] = static
+    (tmp_path / "p.jsonl").write_text(json.dumps(public) + "\n")
+    (tmp_path / "s.jsonl").write_text(
+        json.dumps({"id": "md5", **CORPUS["md5"], "fn": "inc"}) + "\n"
+    )
+    args = ["grade", "--hidden", str(tmp_path / "h.jsonl"), "--public", str(tmp_path / "p.jsonl")]
+    args += ["--samples", str(tmp_path / "s.jsonl"), "--banned-imports", ""]
+    return _invoke(args)
+
+
+def test_a_task_that_allows_a_rule_passes_and_keeps_the_finding(tmp_path):
+    res = _md5_run(tmp_path, None)
+    assert _rows(res.stdout)["md5"]["reason"] == "policy:static"
+    res = _md5_run(tmp_path, {"allow_rules": ["B324"]})
+    assert res.exit_code == 0, res.output
+    row = _rows(res.stdout)["md5"]
+    assert (row["verdict"], row["reason"]) == ("pass", "ok")
+    assert "B324" in _rules(row) and row["static"]["deciding"] == []
+
+
+def test_a_task_policy_replaces_the_runs(tmp_path):
+    res = _md5_run(tmp_path, {"policy": {"fail_on": [], "review_on": [{"min_severity": "high"}]}})
+    assert res.exit_code == 0, res.output
+    row = _rows(res.stdout)["md5"]
+    assert (row["verdict"], row["reason"]) == ("needs_review", "policy:static")
+
+
+@pytest.mark.parametrize(
+    ("static", "message"),
+    [
+        ({"allow_rules": "B324"}, "static"),
+        ({"allow_rules": ["B 324"]}, "static"),
+        ({"policy": {"fail_on": "everything"}}, "static.policy"),
+        ({"lockfile": {"name": "requirements.txt", "content": ""}}, "static"),
+    ],
+)
+def test_bad_task_static_settings_are_reported_with_file_and_line(tmp_path, static, message):
+    res = _md5_run(tmp_path, static)
+    assert res.exit_code == 2, res.output
+    assert f"p.jsonl:1: {message}" in res.output

@@ -41,6 +41,11 @@ BAD_TASKS = [
     ),
     ({"hidden": [GOOD_CASE], "public": {"fn": "other"}}, 422, "/public/fn"),
     ({"hidden": [GOOD_CASE], "public": []}, 422, "/public"),
+    (
+        {"hidden": [GOOD_CASE], "public": {"static": {"allow_rules": ["B324"]}}},
+        422,
+        "/public/static",
+    ),
     ({"hidden": [GOOD_CASE], "limits": {"memory_mb": 10**6}}, 422, "/limits/memory_mb"),
     ({"hidden": [GOOD_CASE], "limits": {"case_timeout_s": "1"}}, 422, "/limits/case_timeout_s"),
     ({"hidden": [GOOD_CASE], "limits": {"cpu": 1}}, 422, "/limits/cpu"),
