@@ -130,16 +130,27 @@ class ServiceState:
     def _open_sandbox(self) -> None:
         c = self.config
         try:
-            if self._static is None and c.static_sessions > 0:
-                self._static = StaticService(
-                    sessions=c.static_sessions,
-                    cache_dir=c.static_cache,
-                    policy=c.static_policy,
-                    pins=c.static_pins,
-                )
-            sb = self._given or open_sandbox(
-                c.isolation, c.limits, workers=c.workers, python=c.sandbox_python
-            )
+            # The static sessions warm up while the sandbox starts and checks itself.
+            with ThreadPoolExecutor(1, thread_name_prefix="gradebox-static-open") as ex:
+                static = None
+                if self._static is None and c.static_sessions > 0:
+                    static = ex.submit(
+                        StaticService,
+                        sessions=c.static_sessions,
+                        cache_dir=c.static_cache,
+                        policy=c.static_policy,
+                        pins=c.static_pins,
+                    )
+                try:
+                    sb = self._given or open_sandbox(
+                        c.isolation, c.limits, workers=c.workers, python=c.sandbox_python
+                    )
+                except Exception:
+                    if static is not None and static.exception() is None:
+                        static.result().close()  # no half-open server: it stays not ready
+                    raise
+                if static is not None:
+                    self._static = static.result()
         except Exception as exc:  # IsolationUnavailable, a missing tool: stay not ready
             _log.error("sandbox or static layers refused; the service stays not ready: %s", exc)
             return
