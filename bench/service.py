@@ -6,7 +6,9 @@ port with a fresh SQLite file, registers the bundled examples
 clients grade ``examples/samples.jsonl`` round-robin, each as fast as it gets
 answers. Clients share ``--tokens`` grader tokens (the server allows
 ``--per-token-concurrency`` grades in flight per token; a refusal is a 429,
-counted apart from errors). Prints requests/s, p50/p99 latency, errors and 429s::
+counted apart from errors). Prints requests/s, p50/p99 latency, errors and 429s
+for each of ``--modes`` (``tests``: ``static: false``; ``static``: ``static: true``),
+one after the other against the same server, and the p50 ratio between them::
 
     .venv/bin/python bench/service.py                 # 16 clients, 60 s
     .venv/bin/python bench/service.py --seconds 20 --json
@@ -96,9 +98,10 @@ async def _client(
     return latencies, errors, refused
 
 
-async def _load(port: int, tokens: list[str], args: argparse.Namespace) -> dict:
+async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: str) -> dict:
     samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
+    samples = [dict(s, static=mode == "static", judge="off") for s in samples]
     limits = httpx.Limits(max_connections=args.clients * 2)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
@@ -124,6 +127,7 @@ async def _load(port: int, tokens: list[str], args: argparse.Namespace) -> dict:
         return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 1) if lat else None
 
     return {
+        "mode": mode,
         "clients": args.clients,
         "seconds": round(elapsed, 1),
         "workers": args.workers,
@@ -155,6 +159,12 @@ def main() -> None:
     parser.add_argument(
         "--exclude", default="", metavar="IDS", help="sample ids to leave out (comma-separated)"
     )
+    parser.add_argument(
+        "--modes",
+        default="tests,static",
+        help="comma-separated, measured one after the other against the same server: "
+        "tests (static: false) and static (static: true); the judge is off",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gradebox-bench-") as tmp:
@@ -172,19 +182,24 @@ def main() -> None:
                     headers={"Authorization": f"Bearer {admin}"},
                 )
                 r.raise_for_status()
-            figures = asyncio.run(_load(port, tokens, args))
+            runs = [asyncio.run(_load(port, tokens, args, m)) for m in args.modes.split(",")]
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps(runs))
         return
-    print(
-        f"POST /v1/grade, {figures['clients']} clients, {figures['seconds']} s, "
-        f"{figures['workers']} sandbox workers: {figures['requests_per_s']} req/s, "
-        f"p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, "
-        f"errors {figures['errors']}, 429s {figures['refused_429']} (ok {figures['ok']})"
-    )
+    for figures in runs:
+        print(
+            f"POST /v1/grade [{figures['mode']}], {figures['clients']} clients, "
+            f"{figures['seconds']} s, {figures['workers']} sandbox workers: "
+            f"{figures['requests_per_s']} req/s, p50 {figures['p50_ms']} ms, "
+            f"p99 {figures['p99_ms']} ms, errors {figures['errors']}, "
+            f"429s {figures['refused_429']} (ok {figures['ok']})"
+        )
+    if len(runs) == 2 and runs[0]["p50_ms"] and runs[1]["p50_ms"]:
+        ratio = runs[1]["p50_ms"] / runs[0]["p50_ms"]
+        print(f"p50 {runs[1]['mode']} / {runs[0]['mode']}: {ratio:.2f}x (same server, same run)")
 
 
 if __name__ == "__main__":
