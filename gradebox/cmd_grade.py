@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from tqdm import tqdm
 
+from gradebox.cli_options import isolation_option, limit_options, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 from gradebox.extract import extract
 from gradebox.fingerprint import Fingerprints, UsedJudge, fingerprints
@@ -68,32 +69,14 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="Candidates graded at once (isolated workers).",
 )
-@click.option(
-    "--isolation",
-    type=click.Choice(["auto", "bwrap", "none"]),
-    default="auto",
-    show_default=True,
-    help="auto = bwrap or refuse. 'none' runs candidates WITHOUT isolation (trusted code only).",
-)
+@isolation_option
+@limit_options
+@sandbox_python_option
 @click.option(
     "--banned-imports",
     default=None,
     metavar="LIST",
     help="Comma-separated import denylist for the gate; '' switches the import check off.",
-)
-@click.option(
-    "--case-timeout",
-    type=click.FloatRange(0.01, 600),
-    default=2.0,
-    show_default=True,
-    help="Seconds per case unless the case sets timeout_s.",
-)
-@click.option(
-    "--candidate-timeout",
-    type=click.FloatRange(0.1, 3600),
-    default=20.0,
-    show_default=True,
-    help="Seconds for all cases of one candidate together.",
 )
 @click.option("--junit", type=_PATH, help="Write a JUnit XML report here (one suite per task).")
 @click.option("--html", type=_PATH, help="Write a self-contained HTML report here.")
@@ -117,26 +100,12 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 )
 @click.option("--seed", type=int, default=None, help="Override every property's seed.")
 @click.option(
-    "--no-tree-limits",
-    is_flag=True,
-    help="Accept per-process memory/process limits only, when no cgroup can cap a candidate's "
-    "whole process tree (not root, nothing delegated).",
-)
-@click.option(
     "--max-timeouts",
     type=click.IntRange(0, 10_000),
     default=1,
     show_default=True,
     help="Stop a candidate after this many timed-out cases (0: run every case).",
 )
-@click.option(
-    "--memory-mb",
-    type=click.IntRange(64, 65536),
-    default=1024,
-    show_default=True,
-    help="Address-space limit per candidate process.",
-)
-@click.option("--sandbox-python", type=_PATH, help="Interpreter that runs candidates (3.11+).")
 @click.option(
     "--skip-bad-lines",
     is_flag=True,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from gradebox.cli_options import limit_options, sandbox_python_option
 from gradebox.errors import BadInput, GradeboxError, SetupError
 from gradebox.service.auth import ROLES, create_token
 from gradebox.service.config import ServiceConfig
@@ -51,7 +52,7 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="auto = bwrap or refuse (then /readyz stays 503).",
 )
-@click.option("--sandbox-python", type=_DB, help="Interpreter that runs candidates (3.11+).")
+@sandbox_python_option
 @click.option(
     "--admin-token",
     is_flag=True,
@@ -171,32 +172,7 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="Samples of one task a token may have graded at once before --rate-limit applies.",
 )
-@click.option(
-    "--case-timeout",
-    type=click.FloatRange(0.01, 600),
-    default=2.0,
-    show_default=True,
-    help="Seconds per case unless the case sets timeout_s.",
-)
-@click.option(
-    "--candidate-timeout",
-    type=click.FloatRange(0.1, 3600),
-    default=20.0,
-    show_default=True,
-    help="Seconds for all cases of one candidate.",
-)
-@click.option(
-    "--memory-mb",
-    type=click.IntRange(64, 65536),
-    default=1024,
-    show_default=True,
-    help="Address-space limit per candidate process.",
-)
-@click.option(
-    "--no-tree-limits",
-    is_flag=True,
-    help="Accept per-process limits only when no cgroup can cap a whole tree.",
-)
+@limit_options
 @click.option(
     "--static-sessions",
     type=click.IntRange(0, 64),

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from gradebox.cli_options import isolation_option, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 from gradebox.grader import Task
 from gradebox.suite import check_suite, freeze_cases, load_references, render_text
@@ -32,16 +33,8 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
 
 
 def _sandbox_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option(
-        "--sandbox-python", type=_PATH, help="Interpreter that runs the code (3.11+)."
-    )(f)
-    f = click.option(
-        "--isolation",
-        type=click.Choice(["auto", "bwrap", "none"]),
-        default="auto",
-        show_default=True,
-        help="auto = bwrap or refuse. 'none' runs code WITHOUT isolation (trusted code only).",
-    )(f)
+    f = sandbox_python_option(f)
+    f = isolation_option(f)
     return click.option(
         "--jobs",
         "-j",

@@ -1,0 +1,74 @@
+"""Options several commands share, declared once (``grade``, ``serve``, ``suite``).
+
+Each is a decorator that adds its ``click`` options to a command; the values
+arrive under the same parameter names everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["isolation_option", "limit_options", "sandbox_python_option"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_PATH = click.Path(path_type=Path, dir_okay=False)
+
+
+def isolation_option(f: _F) -> _F:
+    """``--isolation auto|bwrap|none``."""
+    return click.option(
+        "--isolation",
+        type=click.Choice(["auto", "bwrap", "none"]),
+        default="auto",
+        show_default=True,
+        help="auto = bwrap or refuse. 'none' runs candidates WITHOUT isolation "
+        "(trusted code only).",
+    )(f)
+
+
+def sandbox_python_option(f: _F) -> _F:
+    """``--sandbox-python PATH``."""
+    return click.option(
+        "--sandbox-python", type=_PATH, help="Interpreter that runs candidates (3.11+)."
+    )(f)
+
+
+def limit_options(f: _F) -> _F:
+    """The limits on each candidate, in ``--help`` order: per case, per candidate, memory, tree."""
+    for option in reversed(
+        [
+            click.option(
+                "--case-timeout",
+                type=click.FloatRange(0.01, 600),
+                default=2.0,
+                show_default=True,
+                help="Seconds per case unless the case sets timeout_s.",
+            ),
+            click.option(
+                "--candidate-timeout",
+                type=click.FloatRange(0.1, 3600),
+                default=20.0,
+                show_default=True,
+                help="Seconds for all cases of one candidate together.",
+            ),
+            click.option(
+                "--memory-mb",
+                type=click.IntRange(64, 65536),
+                default=1024,
+                show_default=True,
+                help="Address-space limit per candidate process.",
+            ),
+            click.option(
+                "--no-tree-limits",
+                is_flag=True,
+                help="Accept per-process memory/process limits only, when no cgroup can cap a "
+                "candidate's whole process tree (not root, nothing delegated).",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
