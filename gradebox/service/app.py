@@ -16,6 +16,9 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
   ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel.
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (the sandbox passed its
   self-check; 503 until then and whenever it did not: fail closed).
+- ``GET /metrics`` (admin): Prometheus text format (:mod:`.metrics`). Admin only,
+  because it shows every token's traffic, verdicts and queue, and its per-stage
+  timings pool all tenants' grades: a grader token sees only its own work.
 
 A grader token sees only its own runs: another token's run is 404, exactly as
 a run that does not exist. Of its rows it sees what the task's disclosure
@@ -39,7 +42,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gradebox.rundiff import diff_runs
@@ -47,6 +50,7 @@ from gradebox.service.auth import Principal, authenticate
 from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body, read_body
 from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfig
 from gradebox.service.grading import GradingService, Outcome
+from gradebox.service.metrics import CONTENT_TYPE, RequestMetrics
 from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.rows import shown
@@ -110,6 +114,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.service = state
+    app.add_middleware(RequestMetrics, metrics=state.metrics)
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     _probe_routes(app, state)
@@ -181,6 +186,17 @@ def _probe_routes(app: FastAPI, state: ServiceState) -> None:
         if state.grading is None:
             return JSONResponse({"ready": False}, status_code=503)
         return JSONResponse({"ready": True, "isolation": state.backend})
+
+    @app.get(
+        "/metrics",
+        tags=["probes"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE.split(";")[0]: {}}, "description": "Metrics"}},
+    )
+    async def metrics(_who: Admin) -> Response:
+        """Prometheus text format (admin token: it shows every token's traffic)."""
+        body = await anyio.to_thread.run_sync(state.metrics.render, limiter=state.parsers)
+        return Response(body, media_type=CONTENT_TYPE)
 
 
 # ----------------------------------------------------------------------- tasks

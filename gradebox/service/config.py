@@ -73,6 +73,9 @@ class ServiceConfig:
     """Sandbox isolation: ``auto`` (bwrap or refuse), ``bwrap`` or ``none``."""
     workers: int = 2
     """Sandbox workers: candidates graded at once, batch and synchronous together."""
+    sync_reserved_workers: int = 1
+    """Sandbox workers batch runs never take, so that a synchronous grade finds one free
+    at once (see :mod:`gradebox.service.lanes`); batch keeps at least one."""
     sandbox_python: str | None = None
     """Interpreter that runs candidates (default: the system ``python3``)."""
     limits: Limits = field(default_factory=Limits)

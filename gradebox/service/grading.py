@@ -23,6 +23,9 @@ task's disclosure (:mod:`.rows`). Static findings and the judge's annotation
 come from the code and the public task only; they are shown whatever the
 disclosure, within the row size cap.
 
+Synchronous grades go first at the sandbox (:mod:`.lanes`); each stage's time,
+each verdict and each judgement are counted (:mod:`.metrics`).
+
 Extract and gate run in worker processes under a time budget per sample, with
 no lock shared between tasks: a sample that is slow to check costs one worker
 until its budget is spent (then that worker is killed), not everyone's grading.
@@ -36,10 +39,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from gradebox.grade import StaticReport
 from gradebox.grader import Front, GradeConfig, Grader, Sample, infra_row
 from gradebox.pipeline import Annotation, Graded, finish
 from gradebox.service.config import Layers, ServiceConfig
 from gradebox.service.front import FrontFailure, FrontPool
+from gradebox.service.lanes import Lane, Lanes
+from gradebox.service.metrics import Metrics
 from gradebox.service.rows import cap_row, public_infra
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
@@ -87,13 +93,16 @@ class GradingService:
         front: FrontPool,
         config: ServiceConfig,
         *,
+        lanes: Lanes,
+        metrics: Metrics,
         static: StaticService | None = None,
         judge: JudgeService | None = None,
     ) -> None:
         """Grade in ``sandbox`` and ``front`` (the caller starts and closes all of them).
 
-        The server's limits apply unless a task lowers them. Without ``static``
-        or ``judge`` those layers are off on this server.
+        The server's limits apply unless a task lowers them. Synchronous grades
+        hold ``lanes`` while in extract, gate and the sandbox; ``metrics`` counts.
+        Without ``static`` or ``judge`` those layers are off on this server.
         """
         self._store = store
         self._sandbox = sandbox
@@ -101,22 +110,31 @@ class GradingService:
         self._config = config
         self.static = static
         self.judge = judge
+        self._lanes = lanes
+        self._metrics = metrics
         self._graders: dict[str, _TaskGrader] = {}
         self._lock = threading.Lock()
 
-    def grade(self, sample: Sample, layers: Layers) -> Outcome:
+    def grade(self, sample: Sample, layers: Layers, *, lane: Lane = "sync") -> Outcome:
         """Grade one sample with the layers asked for (an infra row if its task is gone)."""
         found = self._task(sample.fn)
         if found is None:
-            return Outcome(self.finish(infra_row(sample, "task is not registered"), "verdict"))
-        t0 = time.perf_counter()
-        front = self._front.check(found.grader.front_job(sample), self._config.front_budget_s)
-        if isinstance(front, FrontFailure):
-            return Outcome(self.finish(infra_row(sample, front.message), found.disclosure))
-        graded = found.grader.grade_cases(sample, Front(front.extraction, front.gate, t0))
+            row = self.finish(infra_row(sample, "task is not registered"), "verdict")
+            return self._counted(Outcome(row), lane)
+        if lane == "sync":
+            with self._lanes.sync():
+                graded = self._tests(found, sample, lane)
+        else:
+            graded = self._tests(found, sample, lane)
+        if isinstance(graded, str):
+            return self._counted(
+                Outcome(self.finish(infra_row(sample, graded), found.disclosure)), lane
+            )
         notes: dict[str, Annotation] = {}
         if layers.static and self.static is not None and found.static is not None:
+            t0 = time.perf_counter()
             notes["static"] = self.static.annotate(found.static, graded)
+            self._metrics.stage("static", lane, time.perf_counter() - t0)
         later = None
         judge = self.judge
         if layers.judge != "off" and judge is not None:
@@ -124,22 +142,51 @@ class GradingService:
             if upfront is not None:
                 notes["judge"] = upfront
             elif layers.judge == "wait":
-                notes["judge"] = judge.annotate(graded)
+                notes["judge"] = self._judged(judge.annotate(graded), lane)
             else:
                 from judge import JudgeResult  # noqa: PLC0415 - loaded with the judge
 
                 notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
-                later = self._later(judge, graded, notes, found.disclosure)
-        return Outcome(self._row(graded, notes, found.disclosure), later)
+                later = self._later(judge, graded, notes, found.disclosure, lane)
+        return self._counted(Outcome(self._row(graded, notes, found.disclosure), later), lane)
+
+    def _tests(self, found: _TaskGrader, sample: Sample, lane: Lane) -> Graded | str:
+        """Extract, gate and the hidden cases; a message when extract and gate failed."""
+        t0 = time.perf_counter()
+        front = self._front.check(found.grader.front_job(sample), self._config.front_budget_s)
+        t1 = time.perf_counter()
+        self._metrics.stage("front", lane, t1 - t0)
+        if isinstance(front, FrontFailure):
+            return front.message
+        graded = found.grader.grade_cases(sample, Front(front.extraction, front.gate, t0))
+        self._metrics.stage("tests", lane, time.perf_counter() - t1)
+        return graded
+
+    def _counted(self, outcome: Outcome, lane: Lane) -> Outcome:
+        self._metrics.verdict(lane, outcome.row.get("verdict"))
+        return outcome
+
+    def _judged(self, note: Annotation, lane: Lane) -> Annotation:
+        value = note.value
+        if value is not None and not isinstance(value, StaticReport):
+            self._metrics.judged(value.status, cache_hit=value.cache_hit, attempts=value.attempts)
+            self._metrics.stage("judge", lane, value.latency_ms / 1000)
+        return note
 
     def _row(self, graded: Graded, notes: dict[str, Annotation], disclosure: str) -> Row:
         return self.finish(finish(graded, notes).to_row(), disclosure)
 
     def _later(
-        self, judge: JudgeService, graded: Graded, notes: dict[str, Annotation], disclosure: str
+        self,
+        judge: JudgeService,
+        graded: Graded,
+        notes: dict[str, Annotation],
+        disclosure: str,
+        lane: Lane,
     ) -> Callable[[StoreRow], None]:
         def start(store_row: StoreRow) -> None:
             def done(note: Annotation) -> None:
+                self._judged(note, lane)
                 store_row(self._row(graded, {**notes, "judge": note}, disclosure))
 
             judge.later(graded, done)

@@ -33,6 +33,12 @@ class GradeSlots:
         self._inflight: dict[str, int] = {}
         self._total = 0
 
+    @property
+    def total(self) -> int:
+        """Synchronous grades in flight over all tokens."""
+        with self._lock:
+            return self._total
+
     def acquire(self, token_id: str) -> None:
         """Take a slot for a token.
 

@@ -12,6 +12,8 @@ import anyio
 from gradebox.service.config import ServiceConfig
 from gradebox.service.front import FrontPool
 from gradebox.service.grading import GradingService
+from gradebox.service.lanes import Lanes
+from gradebox.service.metrics import Metrics
 from gradebox.service.problems import ApiError
 from gradebox.service.quota import GradeSlots, RateLimiter
 from gradebox.service.static import StaticService
@@ -66,6 +68,10 @@ class ServiceState:
         )
         self._parsers: anyio.CapacityLimiter | None = None
         self._front = FrontPool(config.front_workers)
+        self.lanes = Lanes(config.workers, config.sync_reserved_workers)
+        """Synchronous grades first at the sandbox."""
+        self.metrics = Metrics()
+        """This app's metrics (its own registry)."""
 
     @property
     def parsers(self) -> anyio.CapacityLimiter:
@@ -118,8 +124,14 @@ class ServiceState:
 
             self._judge = JudgeService(self._judge_stage)
         self._front.start()
-        self._worker = RunWorker(self._store, lambda: self._grading, self.config.workers)
-        self._worker.start()
+        worker = self._worker = RunWorker(self._store, lambda: self._grading, self.lanes)
+        self.lanes.on_free(worker.wake)
+        store = self._store
+        self.metrics.gauges(
+            "sync", depth=lambda: self.slots.total, busy=lambda: self.lanes.sync_inflight
+        )
+        self.metrics.gauges("batch", depth=store.queued_samples, busy=lambda: worker.inflight)
+        worker.start()
         if self._given is not None and (self._static is not None or not self.has_static):
             self._ready(self._given)
         else:
@@ -165,7 +177,14 @@ class ServiceState:
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
         self._grading = GradingService(
-            self.store, sandbox, self._front, self.config, static=self._static, judge=self._judge
+            self.store,
+            sandbox,
+            self._front,
+            self.config,
+            lanes=self.lanes,
+            metrics=self.metrics,
+            static=self._static,
+            judge=self._judge,
         )
         _log.info("sandbox ready (isolation: %s)", sandbox.backend)
         if self._worker is not None:

@@ -359,6 +359,15 @@ class Store:
         row = self._one("SELECT count(*) FROM runs WHERE status IN (?, ?)", _UNFINISHED)
         return int(row[0]) if row else 0
 
+    def queued_samples(self) -> int:
+        """Samples of queued or running runs that have no result yet (all tokens)."""
+        row = self._one(
+            "SELECT count(*) FROM samples JOIN runs ON runs.id = samples.run_id "
+            "WHERE runs.status IN (?, ?) AND samples.row IS NULL",
+            _UNFINISHED,
+        )
+        return int(row[0]) if row else 0
+
     def unfinished(self) -> list[tuple[str, str]]:
         """``(owner, run id)`` of every queued or running run, oldest first."""
         rows = self._all(

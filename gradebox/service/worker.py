@@ -1,7 +1,9 @@
 """The run worker: grades queued runs from the database, round-robin between tokens.
 
-One thread keeps up to ``jobs`` samples in flight in a small thread pool (the
-candidates run in the sandbox's isolated workers). Each free slot goes to the
+One thread keeps samples in flight in a small thread pool (the candidates run
+in the sandbox's isolated workers), as many as the lanes allow
+(:mod:`.lanes`): synchronous grades go first, so a worker is kept for them
+and no new batch sample starts while they fill the sandbox. Each free slot goes to the
 next token in turn that has an unfinished run, and within a token to its
 oldest run: a token's 10,000-sample run takes every other slot while another
 token has work, never all of them until it is done. A result is written only
@@ -26,6 +28,7 @@ from typing import Any
 
 from gradebox.service.config import Layers
 from gradebox.service.grading import GradingService, Outcome, infra_row
+from gradebox.service.lanes import Lanes
 from gradebox.service.store import Store
 from gradebox.service.validate import sample_from_json
 
@@ -38,18 +41,24 @@ class RunWorker:
     """A background thread that grades runs until stopped."""
 
     def __init__(
-        self, store: Store, grading: Callable[[], GradingService | None], jobs: int
+        self, store: Store, grading: Callable[[], GradingService | None], lanes: Lanes
     ) -> None:
-        """Grade with ``grading()`` (``None`` while the sandbox is not ready), ``jobs`` at once."""
+        """Grade with ``grading()`` (``None`` until the sandbox is ready), as ``lanes`` allow."""
         self._store = store
         self._grading = grading
-        self._jobs = max(1, jobs)
+        self._lanes = lanes
+        self._jobs = lanes.batch_jobs
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gradebox-runs", daemon=True)
         self._inflight: dict[Future[None], str] = {}
         self._cursor: dict[str, int] = {}  # run id -> the last sample index handed out
         self._last_owner: str | None = None
+
+    @property
+    def inflight(self) -> int:
+        """Batch samples being graded now."""
+        return len(self._inflight)
 
     def start(self) -> None:
         """Start the thread; unfinished runs in the database resume at once."""
@@ -84,7 +93,7 @@ class RunWorker:
             self._settle()
 
     def _fill(self, pool: ThreadPoolExecutor, grading: GradingService) -> None:
-        while len(self._inflight) < self._jobs and not self._stop.is_set():
+        while self._lanes.batch_may_start(len(self._inflight)) and not self._stop.is_set():
             item = self._next()
             if item is None:
                 return
@@ -139,7 +148,7 @@ class RunWorker:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))
         try:
-            outcome = grading.grade(sample, layers)
+            outcome = grading.grade(sample, layers, lane="batch")
         except Exception as exc:  # a grader bug must not look like a wrong submission
             row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
             outcome = Outcome(row)

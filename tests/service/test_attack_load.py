@@ -237,7 +237,8 @@ async def test_slowloris_on_a_real_socket(sandbox, tmp_path):
 
 
 async def test_a_small_run_is_not_stuck_behind_another_tokens_big_run(kit):
-    async with kit.running(rate_burst=1_000) as svc:
+    # Both workers to batch (none kept for synchronous grades): fairness between runs.
+    async with kit.running(rate_burst=1_000, sync_reserved_workers=0) as svc:
         big = [{"fn": "is_even", "code": SLOW}] * 30  # ~3 s on 2 workers
         a = (await svc.client.post("/v1/runs", json=big, headers=svc.grader)).json()["id"]
         await anyio.sleep(0.3)

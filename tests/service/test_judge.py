@@ -269,3 +269,30 @@ async def test_a_judgement_lost_at_a_stop_becomes_unavailable(kit, stage, endpoi
         final = r.json()
         assert final["judge"]["status"] == "unavailable"
         assert (final["verdict"], final["reason"]) == ("pass", "ok")
+
+
+async def test_metrics_count_judge_calls_and_cache_hits_never_the_key(endpoint, tmp_path, kit):
+    env = {
+        "GRADEBOX_JUDGE_BASE_URL": endpoint.base_url,
+        "GRADEBOX_JUDGE_MODEL": "judge-model",
+        "GRADEBOX_JUDGE_API_KEY": CANARY_KEY,
+    }
+    cached = open_judge_stage(env, rubric_names=["default"], cache_path=tmp_path / "j.sqlite")
+    assert isinstance(cached, JudgeStage)
+    try:
+        async with kit.running(judge=cached) as svc:
+            r = await svc.client.put("/v1/tasks/inc", json=TASK, headers=svc.admin)
+            assert r.status_code == 200
+            await _grade(svc, GOOD, judge="wait")
+            await _grade(svc, GOOD, judge="wait")  # the same request: from the cache
+            row = await _grade(svc, WRONG, judge="defer")
+            await _poll(svc, row["grade_id"])
+            text = (await svc.client.get("/metrics", headers=svc.admin)).text
+    finally:
+        cached.close()
+    assert 'gradebox_judge_calls_total{status="scored"} 3.0' in text
+    assert "gradebox_judge_cache_hits_total 1.0" in text
+    assert "gradebox_judge_requests_total 2.0" in text
+    assert 'gradebox_grade_stage_seconds_count{lane="sync",stage="judge"} 3.0' in text
+    for secret in (CANARY_KEY, str(SECRET_ARG), str(SECRET_EXPECT)):
+        assert secret not in text

@@ -26,6 +26,7 @@ def test_openapi_lists_every_endpoint():
     assert set(schema["paths"]) == {
         "/healthz",
         "/readyz",
+        "/metrics",
         "/v1/tasks/{fn}",
         "/v1/grade",
         "/v1/grades/{grade_id}",
