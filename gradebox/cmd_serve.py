@@ -46,6 +46,14 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="Sandbox workers: candidates graded at once.",
 )
 @click.option(
+    "--sync-reserved-workers",
+    type=click.IntRange(0, 256),
+    default=1,
+    show_default=True,
+    help="Sandbox workers batch runs never take, so POST /v1/grade never waits behind a "
+    "queued run (batch always keeps at least one; 0 shares every worker).",
+)
+@click.option(
     "--isolation",
     type=click.Choice(["auto", "bwrap", "none"]),
     default="auto",
@@ -347,6 +355,7 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         db=o["db"],
         isolation=o["isolation"],
         workers=o["workers"],
+        sync_reserved_workers=o["sync_reserved_workers"],
         sandbox_python=str(o["sandbox_python"]) if o["sandbox_python"] else None,
         limits=limits,
         queue_size=o["queue_size"],
