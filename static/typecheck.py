@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections.abc
+import contextlib
 import io
 import json
 import os
@@ -217,7 +218,8 @@ class Worker:
         if proc is None:
             return
         if proc.stdin is not None:
-            proc.stdin.close()
+            with contextlib.suppress(OSError):  # a dead worker: buffered bytes cannot flush
+                proc.stdin.close()
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

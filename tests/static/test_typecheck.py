@@ -304,6 +304,21 @@ def test_worker_restarts_when_killed(config: StaticConfig, tmp_path: Path) -> No
     assert running.pid is None
 
 
+def test_closing_a_dead_worker_with_unflushed_input_does_not_raise(
+    config: StaticConfig, tmp_path: Path
+) -> None:
+    # The race behind a rare BrokenPipeError: a request was buffered, the worker died,
+    # and closing its stdin tried to flush into the dead pipe.
+    running = Worker(config, tmp_path)
+    proc = running._proc
+    assert proc is not None and proc.stdin is not None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdin.write(b"x" * 100)  # stays in the buffer: nothing flushes it
+    running.close()  # must not raise
+    assert running.pid is None
+
+
 def test_worker_that_cannot_start_is_a_tool_error(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="mypy worker"):
         Worker(StaticConfig(cache_dir=tmp_path / "file-not-dir"), tmp_path / "missing-dir")
