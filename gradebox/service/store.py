@@ -201,6 +201,16 @@ class Store:
         row = self._one("SELECT id, role, hash FROM tokens WHERE id = ?", (token_id,))
         return None if row is None else TokenRecord(row[0], row[1], row[2])
 
+    def tokens(self) -> list[tuple[str, str, float]]:
+        """Every token's ``(id, role, created)``, oldest first (never a hash)."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, role, created FROM tokens ORDER BY created, id")
+            return [(str(r[0]), str(r[1]), float(r[2])) for r in rows.fetchall()]
+
+    def revoke_token(self, token_id: str) -> bool:
+        """Delete a token: its next request fails (runs it made stay, unreachable to others)."""
+        return self._write("DELETE FROM tokens WHERE id = ?", (token_id,)) > 0
+
     def has_admin(self) -> bool:
         """Whether any admin token exists."""
         return self._one("SELECT 1 FROM tokens WHERE role = 'admin' LIMIT 1") is not None

@@ -89,7 +89,7 @@ def test_tokens_are_stored_hashed(tmp_path):
     store.close()
     dump = "\n".join(sqlite3.connect(db).iterdump())
     assert value not in dump
-    assert value.split("_")[2] not in dump  # not even the secret part
+    assert value.split("_", 2)[2] not in dump  # not even the secret part
 
 
 def test_token_create_cli(tmp_path):
@@ -104,3 +104,42 @@ def test_token_create_cli(tmp_path):
     assert json.loads(out.output)["role"] == "grader"
     out = runner.invoke(token, ["create", "--role", "root", "--db", str(db)])
     assert out.exit_code == 2
+
+
+def test_token_list_shows_ids_and_roles_never_a_secret(tmp_path):
+    db = tmp_path / "t.sqlite"
+    runner = CliRunner()
+    values = [
+        runner.invoke(token, ["create", "--role", role, "--db", str(db)]).output.strip()
+        for role in ("admin", "grader")
+    ]
+    out = runner.invoke(token, ["list", "--db", str(db), "--json"])
+    assert out.exit_code == 0, out.output
+    listed = [json.loads(line) for line in out.output.splitlines()]
+    assert [(t["id"], t["role"]) for t in listed] == [
+        (v.split("_")[1], role) for v, role in zip(values, ("admin", "grader"), strict=True)
+    ]
+    for value in values:
+        assert value.split("_", 2)[2] not in out.output
+    plain = runner.invoke(token, ["list", "--db", str(db)])
+    assert all(v.split("_")[1] in plain.output for v in values)
+
+
+async def test_a_revoked_token_fails_on_its_next_request(kit):
+    async with kit.running() as svc:
+        sample = kit.example_samples()[0]
+        assert (
+            await svc.client.post("/v1/grade", json=sample, headers=svc.grader)
+        ).status_code == 200
+        grader_id = svc.grader["Authorization"].split("_")[1]
+        out = CliRunner().invoke(token, ["revoke", grader_id, "--db", str(svc.db)])
+        assert out.exit_code == 0, out.output
+        # The server is running; the very next request with that token is refused.
+        again = await svc.client.post("/v1/grade", json=sample, headers=svc.grader)
+        assert again.status_code == 401
+        # Other tokens are untouched.
+        assert (
+            await svc.client.post("/v1/grade", json=sample, headers=svc.other)
+        ).status_code == 200
+        missing = CliRunner().invoke(token, ["revoke", grader_id, "--db", str(svc.db)])
+        assert missing.exit_code == 2 and "no token" in missing.output
