@@ -405,7 +405,11 @@ def _used(config: RunConfig, inputs: RunInputs, sandbox: Sandbox, stages: _Stage
     if config.static is not None:
         files |= {"lockfile": config.static.lockfile, "static_policy": config.static.policy}
         tools |= {k: versions[k] for k in ("ruff", "mypy", "bandit")}
-    tools["sandbox_python"] = sandbox_python_version(sandbox.python)
+    # The workers said their version when they started: no extra interpreter to run.
+    reported = sandbox.python_version
+    tools["sandbox_python"] = (
+        f"{sandbox.python} {reported}" if reported else sandbox_python_version(sandbox.python)
+    )
     judge = None
     if stages.judge is not None:
         stage = stages.judge

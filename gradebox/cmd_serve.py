@@ -394,6 +394,16 @@ def _print_admin_token(db: Path) -> None:
         store.close()
 
 
+_token_db = click.option(
+    "--db",
+    type=_DB,
+    default=Path("gradebox.sqlite"),
+    show_default=True,
+    help="The service's SQLite file.",
+)
+"""``--db`` of every ``token`` command."""
+
+
 @click.group(context_settings={"max_content_width": 100})
 def token() -> None:
     """Manage the service's bearer tokens (stored hashed; shown once)."""
@@ -406,13 +416,7 @@ def token() -> None:
     required=True,
     help="admin: register tasks, read everything. grader: grade, read own runs.",
 )
-@click.option(
-    "--db",
-    type=_DB,
-    default=Path("gradebox.sqlite"),
-    show_default=True,
-    help="The service's SQLite file.",
-)
+@_token_db
 @click.option("--json", "as_json", is_flag=True, help='Print {"token": ..., "role": ...}.')
 def create(role: str, db: Path, *, as_json: bool) -> None:
     """Create a token and print it once; only its SHA-256 is stored.
@@ -430,13 +434,7 @@ def create(role: str, db: Path, *, as_json: bool) -> None:
 
 
 @token.command("list")
-@click.option(
-    "--db",
-    type=_DB,
-    default=Path("gradebox.sqlite"),
-    show_default=True,
-    help="The service's SQLite file.",
-)
+@_token_db
 @click.option("--json", "as_json", is_flag=True, help='One {"id", "role", "created"} a line.')
 def list_tokens(db: Path, *, as_json: bool) -> None:
     """List tokens by id and role (the tokens themselves are never stored).
@@ -458,13 +456,7 @@ def list_tokens(db: Path, *, as_json: bool) -> None:
 
 @token.command("revoke")
 @click.argument("token_id")
-@click.option(
-    "--db",
-    type=_DB,
-    default=Path("gradebox.sqlite"),
-    show_default=True,
-    help="The service's SQLite file.",
-)
+@_token_db
 def revoke(token_id: str, db: Path) -> None:
     """Revoke a token by its id (the part after ``gbx_``): its next request is a 401.
 

@@ -237,6 +237,12 @@ class Sandbox:
                     f"isolation {self.backend!r} does not hold here: " + "; ".join(problems)
                 )
 
+    @property
+    def python_version(self) -> str | None:
+        """``sys.version`` inside the sandbox, as a running worker reported it (else ``None``)."""
+        with self._lock:
+            return self._all[0].python_version if self._all else None
+
     def warm(self) -> int:
         """Start every worker slot now, in parallel; return how many are running."""
         slots: list[Worker | None] = []

@@ -725,7 +725,7 @@ def main() -> None:
         signal.signal(sig, signal.SIG_IGN)
     # As PID 1, a signal with no handler is not delivered from inside the namespace.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    write_frame(1, {"ready": True, "python": sys.version.split()[0]})
+    write_frame(1, {"ready": True, "python": sys.version})
     Init(pidns, os.getcwd()).loop()
 
 
