@@ -33,7 +33,8 @@ from typing import Any
 # the `static` package the grader imports.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from gradebox.grader import GradeConfig, Grader, Sample, Task  # noqa: E402
+from gradebox.model import Sample, Task  # noqa: E402
+from gradebox.pipeline.tests import GradeConfig, Grader  # noqa: E402
 from gradebox.service.front import FrontPool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

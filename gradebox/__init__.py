@@ -5,8 +5,9 @@ grader here runs them in order and decides the verdict in one place.
 """
 
 from gradebox.errors import BadInput, GradeboxError, SetupError
-from gradebox.grader import GradeConfig, Grader, Sample, Task, grade_all
-from gradebox.inputs import RunInputs, load_inputs, load_samples
+from gradebox.model import Sample, Task
+from gradebox.pipeline.tests import GradeConfig, Grader, grade_all
+from gradebox.runs.inputs import RunInputs, load_inputs, load_samples
 from gradebox.verdict import Verdict, decide
 
 __all__ = [

@@ -4,7 +4,7 @@
 
     GradeboxError                 base; never raised itself
     ├── BadInput                  bad input files or options (raised by the loaders in
-    │                             gradebox.inputs; caught by the CLI: exit 2, before any
+    │                             gradebox.runs.inputs; caught by the CLI: exit 2, before any
     │                             work). ``problems`` lists ``file:line: what is wrong``.
     └── SetupError                the run cannot start: isolation refused, a tool missing
                                   (raised by Grader setup; caught by the CLI: exit 2).

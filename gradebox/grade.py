@@ -1,6 +1,6 @@
 """The graded sample as one frozen, typed record, and its ``results.jsonl`` row.
 
-A :class:`Grade` is built once by the pipeline (:func:`gradebox.pipeline.finish`)
+A :class:`Grade` is built once by the pipeline (:func:`gradebox.pipeline.core.finish`)
 from typed parts, one per layer:
 
 * :class:`TestsReport`: extract, gate and the hidden cases (what the sandbox found);
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
-from gradebox.extract import Contract
+from gradebox.pipeline.extract import Contract
 from gradebox.verdict import Reason, Verdict, VerdictName
 from sandbox.types import CaseOutcome
 from static.claims import ClaimStatus
@@ -31,12 +31,25 @@ from static.policy import Effect
 if TYPE_CHECKING:  # the judge package loads its client; a run without a judge never needs it
     from judge import JudgeResult
 
-__all__ = ["Cap", "GateReport", "Grade", "Json", "StaticFinding", "StaticReport", "TestsReport"]
+__all__ = [
+    "MAX_TEXT",
+    "Cap",
+    "GateReport",
+    "Grade",
+    "Json",
+    "StaticFinding",
+    "StaticReport",
+    "TestsReport",
+]
+
+MAX_TEXT = 500
+"""Longest free text a row carries (``detail``, ``infra_error``): they can name
+the candidate's own identifiers, or come from a worker."""
 
 Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
 """A plain JSON value."""
 
-_FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "crash")
+_FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "not_raised", "crash")
 Cap = Literal["memory", "processes"]
 """A cap on a candidate's whole process tree."""
 

@@ -244,6 +244,8 @@ def judge_case(case: HiddenCase, obs: Observation) -> CaseResult:
     if obs.status == "raised":
         return _judge_raised(case, obs.raised)
     if obs.status == "unserializable":
+        if case.error is not None:
+            return CaseResult("not_raised", "no exception raised")
         return CaseResult("wrong", "returned a value that is not plain data")
     if obs.status == "timeout":
         return CaseResult("timeout", "the case ran out of time")
@@ -254,7 +256,7 @@ def judge_case(case: HiddenCase, obs: Observation) -> CaseResult:
 
 def _judge_returned(case: HiddenCase, value: object) -> CaseResult:
     if case.error is not None:
-        return CaseResult("error", "no exception raised")
+        return CaseResult("not_raised", "no exception raised")
     if values_equal(case.expect, value, tol=case.tol):
         return CaseResult("ok")
     if type(value) is Opaque:

@@ -20,8 +20,10 @@ __all__ = [
     "make_case",
 ]
 
-CaseOutcome = Literal["ok", "wrong", "error", "timeout", "crash", "not_run"]
-"""How one hidden case ended for one candidate, after comparison."""
+CaseOutcome = Literal["ok", "wrong", "error", "not_raised", "timeout", "crash", "not_run"]
+"""How one hidden case ended for one candidate, after comparison: ``error`` is an
+exception raised where none (or another) was expected, ``not_raised`` a value
+returned where the case expected an exception."""
 
 ObservationStatus = Literal["returned", "raised", "unserializable", "timeout", "crash", "not_run"]
 """What the sandbox saw for one case, before comparison."""

@@ -6,7 +6,12 @@
 * no layer module of ``static`` imports the batch runner (``static.config``
   holds what they share), so ``static/`` has no import cycle;
 * code that runs inside the sandbox (``sandbox/child``) uses the standard
-  library only.
+  library only;
+* inside ``gradebox``, each subpackage imports only the ones below it: the
+  records (``grade``, ``model``, ``verdict``, ``errors``) nothing but records and
+  the extractor's ``Contract``; ``pipeline`` and ``suite`` records only;
+  ``reports`` records and ``runs.passk``; ``runs`` and ``service`` never the
+  CLI; only the CLI and the package's front door import everything.
 
 Imports are read with ``ast`` (``TYPE_CHECKING`` blocks and function-level
 imports included), so a new module is covered the day it is added.
@@ -49,6 +54,49 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 MODULES = _modules()
 _HARNESS = {"wire", "region", "sandbox.child", "sandbox.child.wire", "sandbox.child.region"}
+
+
+_RECORDS = {"gradebox.grade", "gradebox.model", "gradebox.verdict", "gradebox.errors"}
+_LAYERS = {  # gradebox subpackage -> what it may import of gradebox
+    "records": _RECORDS | {"gradebox.pipeline.extract"},
+    "gradebox.pipeline": _RECORDS | {"gradebox.pipeline"},
+    "gradebox.suite": _RECORDS | {"gradebox.suite"},
+    "gradebox.reports": _RECORDS | {"gradebox.reports", "gradebox.runs.passk"},
+    "gradebox.runs": _RECORDS
+    | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite"}
+    | {"gradebox.reports"},
+    "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
+}
+_ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve
+
+
+def _layer(name: str) -> str | None:
+    if name in _RECORDS:
+        return "records"
+    parts = name.split(".")
+    sub = ".".join(parts[:2])
+    return sub if sub in _LAYERS else None
+
+
+def _allowed(layer: str, module: str) -> bool:
+    return any(module == a or module.startswith(a + ".") for a in _LAYERS[layer])
+
+
+@pytest.mark.parametrize(("name", "path"), MODULES, ids=[n for n, _ in MODULES])
+def test_gradebox_subpackages_import_only_what_is_below_them(name, path):
+    layer = _layer(name)
+    if layer is None or name in _ENTRY_POINTS:
+        return
+    ours = [module for module, _ in _imports(path) if module.split(".")[0] == "gradebox"]
+    bad = [module for module in ours if module == "gradebox" or not _allowed(layer, module)]
+    assert not bad, f"{name} ({layer}) imports {bad}"
+
+
+def test_the_gradebox_layering_rule_is_not_empty():
+    layers = {_layer(name) for name, _ in MODULES}
+    assert layers >= set(_LAYERS), set(_LAYERS) - layers
+    for sub in ("gradebox.cli", "gradebox.pipeline", "gradebox.runs", "gradebox.reports"):
+        assert any(n.startswith(sub + ".") for n, _ in MODULES), sub
 
 
 def test_every_package_and_subpackage_is_covered():

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from gradebox.cmd_serve import serve, token
+from gradebox.cli.serve import serve
+from gradebox.cli.token import token
 
 __all__ = ["main"]
 

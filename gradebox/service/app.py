@@ -45,7 +45,8 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from gradebox.rundiff import diff_runs
+from gradebox.runs.diff import diff_runs
+from gradebox.runs.summary import summarize
 from gradebox.service.auth import Principal, authenticate
 from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body, read_body
 from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfig
@@ -57,11 +58,10 @@ from gradebox.service.rows import shown
 from gradebox.service.state import ServiceState
 from gradebox.service.store import QuotaExceeded, RunInfo
 from gradebox.service.validate import CheckedTask, check_samples, check_task, sample_from_json
-from gradebox.summary import summarize
 from sandbox.runner import Sandbox
 
 if TYPE_CHECKING:
-    from gradebox.judge_stage import JudgeStage
+    from gradebox.pipeline.judge import JudgeStage
     from gradebox.service.static import StaticService
 
 __all__ = ["create_app"]

@@ -14,7 +14,7 @@ preloads the grader (when this process starts it first), so a new worker,
 also one replacing a killed worker, is ready in well under a second; each runs one
 trivial front before it takes samples, and :meth:`FrontPool.start` returns once
 every worker has. Jobs and results are frozen records
-(:class:`~gradebox.grader.FrontJob`, :class:`~gradebox.grader.FrontResult`).
+(:class:`~gradebox.pipeline.tests.FrontJob`, :class:`~gradebox.pipeline.tests.FrontResult`).
 
 Candidate code is parsed here, never run: the workers are no sandbox, and need
 none.
@@ -31,7 +31,7 @@ from typing import Literal
 
 from pebble import ProcessExpired, ProcessPool
 
-from gradebox.grader import FrontJob, FrontResult, check_front, warm_front
+from gradebox.pipeline.tests import FrontJob, FrontResult, check_front, warm_front
 
 __all__ = ["FrontFailure", "FrontPool"]
 
@@ -48,13 +48,13 @@ class FrontFailure:
 
 
 class FrontPool:
-    """Worker processes that run :func:`~gradebox.grader.check_front`; thread-safe."""
+    """Worker processes that run :func:`~gradebox.pipeline.tests.check_front`; thread-safe."""
 
     def __init__(self, workers: int) -> None:
         """Make a pool of ``workers`` processes; nothing starts before :meth:`start`."""
         context = multiprocessing.get_context("forkserver")
         # Only takes effect if this process has not started its fork server yet.
-        context.set_forkserver_preload(["__main__", "gradebox.grader"])
+        context.set_forkserver_preload(["__main__", "gradebox.pipeline.tests"])
         self._workers = workers
         self._ready: Semaphore | None = context.Semaphore(0)
         self._pool: ProcessPool | None = ProcessPool(
@@ -82,7 +82,7 @@ class FrontPool:
         """Extract and gate ``job`` in a worker within ``budget_s`` seconds, waiting included.
 
         Raises:
-            Exception: Whatever :func:`~gradebox.grader.check_front` raised (a grader bug).
+            Exception: Whatever :func:`~gradebox.pipeline.tests.check_front` raised (a grader bug).
         """
         pool = self._pool
         try:

@@ -6,7 +6,7 @@ request asks (:class:`~gradebox.service.config.Layers`), the static layers
 (:mod:`.static`: the CLI's static stage over warm sessions, with the task's
 policy, allowed rules and lockfile) and the judge (:mod:`.judging`: the CLI's
 judge stage). The record and its verdict come from
-:func:`gradebox.pipeline.finish`, which decides through
+:func:`gradebox.pipeline.core.finish`, which decides through
 :func:`gradebox.verdict.decide` alone, and the row from
 :meth:`gradebox.grade.Grade.to_row`: the same row as ``gradebox grade``. The
 judge only annotates: a test failure stays a failure, whatever it says.
@@ -40,8 +40,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from gradebox.grade import StaticReport
-from gradebox.grader import Front, GradeConfig, Grader, Sample, infra_row
-from gradebox.pipeline import Annotation, Graded, finish
+from gradebox.model import Sample
+from gradebox.pipeline.core import Annotation, Graded, finish
+from gradebox.pipeline.tests import Front, GradeConfig, Grader, infra_row
 from gradebox.service.config import Layers, ServiceConfig
 from gradebox.service.front import FrontFailure, FrontPool
 from gradebox.service.lanes import Lane, Lanes
@@ -52,9 +53,9 @@ from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
 
 if TYPE_CHECKING:
+    from gradebox.pipeline.static import StaticStage
     from gradebox.service.judging import JudgeService
     from gradebox.service.static import StaticService
-    from gradebox.static_stage import StaticStage
 
 __all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_row"]
 

@@ -1,6 +1,6 @@
 """The judge in the service: the CLI's judge stage, one sample at a time, limited.
 
-The stage (:class:`~gradebox.judge_stage.JudgeStage`) is built at the CLI
+The stage (:class:`~gradebox.pipeline.judge.JudgeStage`) is built at the CLI
 boundary (``gradebox serve`` reads ``GRADEBOX_JUDGE_*`` there) and handed to
 the app; endpoint, model and key never come from a client and are never shown
 to one. What the judge sees is what the CLI's stage builds: the public spec,
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from gradebox.pipeline import Annotation, Graded
+from gradebox.pipeline.core import Annotation, Graded
 from judge import JudgeResult
 
 if TYPE_CHECKING:
-    from gradebox.judge_stage import JudgeStage
+    from gradebox.pipeline.judge import JudgeStage
 
 __all__ = ["JudgeService"]
 

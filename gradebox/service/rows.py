@@ -13,7 +13,7 @@ import logging
 import math
 from typing import Any
 
-from gradebox.grader import MAX_TEXT
+from gradebox.grade import MAX_TEXT
 from gradebox.service.config import Disclosure
 
 __all__ = ["INFRA_MESSAGE", "cap_row", "public_infra", "shown"]
@@ -38,7 +38,7 @@ def public_infra(row: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 def cap_row(row: dict[str, Any], max_bytes: int) -> dict[str, Any]:
-    """Cut free text to :data:`~gradebox.grader.MAX_TEXT` and keep the row under ``max_bytes``.
+    """Cut free text to :data:`~gradebox.grade.MAX_TEXT` and keep the row under ``max_bytes``.
 
     A row still too large (it cannot be, with the server's case limit, but the cap
     must hold whatever changes) loses its per-case lists and says ``truncated``.

@@ -22,7 +22,7 @@ from gradebox.service.worker import RunWorker
 from sandbox.runner import Sandbox, open_sandbox
 
 if TYPE_CHECKING:
-    from gradebox.judge_stage import JudgeStage
+    from gradebox.pipeline.judge import JudgeStage
     from gradebox.service.judging import JudgeService
 
 __all__ = ["ServiceState"]

@@ -1,6 +1,6 @@
 """The static layers in the service: warm sessions, per-task settings, the CLI's stage.
 
-A row's ``static`` field is built by the CLI's own :class:`~gradebox.static_stage.StaticStage`
+A row's ``static`` field is built by the CLI's own :class:`~gradebox.pipeline.static.StaticStage`
 (imports vs lockfile, metrics, diff size, policy, the same :class:`~gradebox.grade.StaticReport`),
 so the same code under the same policy and lockfile gives the same JSON through
 the API as through ``gradebox grade``. Only the tool layers (ruff, mypy, bandit)
@@ -29,10 +29,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gradebox.pipeline import Annotation, Graded
+from gradebox.pipeline.core import Annotation, Graded
+from gradebox.pipeline.static import StaticStage
+from gradebox.pipeline.task_static import KEYS, LOCKFILE_NAMES, TaskStatic, allowing, task_static
 from gradebox.service.problems import Problem
-from gradebox.static_stage import StaticStage
-from gradebox.task_static import KEYS, LOCKFILE_NAMES, TaskStatic, allowing, task_static
 from static.batch import Candidate, Session, StaticConfig, StaticResult
 from static.policy import DEFAULT_POLICY, Policy
 

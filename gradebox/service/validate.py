@@ -21,7 +21,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from gradebox.grader import Sample, Task
+from gradebox.model import Sample, Task
 from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.static import check_task_static

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from gradebox.suite.batch import Job, outcomes_of, run_jobs
 from gradebox.suite.coverage import assess_coverage
 from gradebox.suite.leaks import Leak, find_leaks

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from sandbox.child.wire import to_wire
 from sandbox.compare import values_equal
 from sandbox.types import HiddenCase

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from gradebox.suite.batch import Job, run_jobs
 from gradebox.suite.references import Reference
 from sandbox.runner import Sandbox

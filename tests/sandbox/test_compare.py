@@ -125,9 +125,20 @@ def test_returned_opaque_is_wrong():
     assert result == CaseResult("wrong", "returned an object that is not plain data")
 
 
-def test_returned_when_error_expected():
+def test_returned_when_error_expected_is_not_raised():
     result = judge_case(_expecting("TypeError"), Observation("returned", value=None))
-    assert result == CaseResult("error", "no exception raised")
+    assert result == CaseResult("not_raised", "no exception raised")
+
+
+def test_returning_junk_when_error_expected_is_not_raised_either():
+    obs = Observation("unserializable", detail="$: value contains itself")
+    assert judge_case(_expecting("TypeError"), obs).outcome == "not_raised"
+
+
+def test_raising_another_exception_than_expected_stays_error():
+    obs = _raised("builtins.ValueError", "builtins.Exception", "builtins.BaseException")
+    assert judge_case(_expecting("TypeError"), obs).outcome == "error"
+    assert judge_case(make_case("f", expect=1), obs).outcome == "error"
 
 
 def test_raised_expected_exactly():

@@ -47,8 +47,16 @@ class _Leaky(BwrapBackend):
         (["drop", ("--as-pid-1", 1)], "refused to start: not_pid_1"),
         (["drop", ("--remount-ro", 2, "/dev")], "/dev is writable"),
     ],
-    ids=["network", "env", "writable-root", "nested-userns", "any-env", "no-seccomp",
-         "bwrap-init", "writable-dev"],
+    ids=[
+        "network",
+        "env",
+        "writable-root",
+        "nested-userns",
+        "any-env",
+        "no-seccomp",
+        "bwrap-init",
+        "writable-dev",
+    ],
 )
 def test_self_check_refuses_a_leaky_sandbox(hole, message):
     sb = Sandbox(_Leaky(hole), find_python(), Limits(), 1)

@@ -43,8 +43,7 @@ SCRIPTS = {
     ),
     # A correct exchange, then a second reply queued for the next job.
     "bytes_after_done": (
-        "read_job(); send(REPLY); send({'done': True, 'clean': True}); send(REPLY);"
-        " time.sleep(30)"
+        "read_job(); send(REPLY); send({'done': True, 'clean': True}); send(REPLY); time.sleep(30)"
     ),
     # The reply never followed by init's done.
     "no_done": "read_job(); send(REPLY); send(REPLY); time.sleep(30)",

@@ -21,7 +21,7 @@ import httpx
 import pytest
 import uvicorn
 
-from gradebox.gate import gate
+from gradebox.pipeline.gate import gate
 from gradebox.service import ServiceConfig, Store, create_app, create_token
 from gradebox.service.rows import INFRA_MESSAGE
 
@@ -309,7 +309,7 @@ def test_rows_in_the_log_are_bounded_json():
 def test_a_sample_past_its_budget_has_its_worker_killed_and_replaced() -> None:
     import pickle
 
-    from gradebox.grader import FrontJob, FrontResult
+    from gradebox.pipeline.tests import FrontJob, FrontResult
     from gradebox.service.front import FrontFailure, FrontPool
 
     # ~6 s of gating (20 times the longest code the server takes): only a kill ends it sooner.

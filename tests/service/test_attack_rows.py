@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from gradebox.grader import MAX_TEXT
+from gradebox.grade import MAX_TEXT
 from gradebox.service.rows import INFRA_MESSAGE
 from sandbox.types import Observation, RunResult
 

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from gradebox.cmd_serve import token
+from gradebox.cli.token import token
 from gradebox.service import Store, authenticate, create_token
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from gradebox.judge_stage import JudgeStage, open_judge_stage
+from gradebox.pipeline.judge import JudgeStage, open_judge_stage
 
 pytestmark = pytest.mark.anyio
 

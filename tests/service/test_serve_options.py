@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradebox.cmd_serve import _config, serve
+from gradebox.cli.serve import _config, serve
 from gradebox.service.config import ServiceConfig
 
 

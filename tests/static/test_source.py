@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from gradebox.extract import extract
-from gradebox.gate import gate
+from gradebox.pipeline.extract import extract
+from gradebox.pipeline.gate import gate
 from static.claims import check_claim
 from static.source import parse, parse_module, syntax_problem
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from sandbox.cases import load_hidden, load_public
 from sandbox.runner import Sandbox, open_sandbox
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from gradebox.suite import check_suite, load_references, render_text
 from gradebox.suite.references import Reference
 from sandbox.types import make_case

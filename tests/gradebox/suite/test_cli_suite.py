@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from gradebox.cmd_suite import suite
+from gradebox.cli.suite import suite
 from sandbox.cases import load_hidden
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gradebox.grader import Task
+from gradebox.model import Task
 from gradebox.suite import derive_limits, plan_limits
 from gradebox.suite.references import Reference
 from sandbox.types import Limits, make_case

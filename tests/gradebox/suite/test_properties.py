@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gradebox.errors import BadInput
-from gradebox.grader import Task
+from gradebox.model import Task
 from gradebox.suite import Reference, extend_tasks, freeze_cases, load_references
 from gradebox.suite.properties import (
     PropertySpec,

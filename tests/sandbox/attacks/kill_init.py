@@ -24,7 +24,12 @@ def _name(marker):
 def f(x, marker):
     _name(marker)
     for sig in (
-        signal.SIGSTOP, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM, signal.SIGKILL
+        signal.SIGSTOP,
+        signal.SIGINT,
+        signal.SIGHUP,
+        signal.SIGUSR1,
+        signal.SIGTERM,
+        signal.SIGKILL,
     ):
         try:
             os.kill(1, sig)

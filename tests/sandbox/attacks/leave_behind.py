@@ -136,7 +136,9 @@ def plant(kind, marker):
         if kid < 0:
             return f"add_key failed: errno {ctypes.get_errno()}"
     elif kind == "persistent_keyring":
-        ring = libc.syscall(_SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
+        ring = libc.syscall(
+            _SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4)
+        )
         if ring < 0:
             return f"keyctl failed: errno {ctypes.get_errno()}"
         payload = marker.encode()
@@ -208,7 +210,9 @@ def look(kind, marker):
             n = libc.syscall(_SYS_KEYCTL, _KEYCTL_READ, ctypes.c_long(kid), buf, 64)
             found.append("key: " + buf.raw[: max(n, 0)].decode("ascii", "replace"))
     if kind == "persistent_keyring":
-        ring = libc.syscall(_SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
+        ring = libc.syscall(
+            _SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4)
+        )
         if ring > 0:
             kid = libc.syscall(
                 _SYS_KEYCTL, _KEYCTL_SEARCH, ctypes.c_long(ring), b"user", marker.encode(), 0

@@ -28,8 +28,13 @@ import json
 import os
 import struct
 
-_SYS = {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "pidfd_open": 434, "pidfd_getfd": 438}
+_SYS = {
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "pidfd_open": 434,
+    "pidfd_getfd": 438,
+}
 
 
 class _IoVec(ctypes.Structure):
@@ -37,8 +42,12 @@ class _IoVec(ctypes.Structure):
 
 
 def _forged(n):
-    reply = {"obs": [{"status": "returned", "value": 2, "duration_s": 0.0}] * n,
-             "stdout": "", "stderr": "", "recycle": False}
+    reply = {
+        "obs": [{"status": "returned", "value": 2, "duration_s": 0.0}] * n,
+        "stdout": "",
+        "stderr": "",
+        "recycle": False,
+    }
     data = json.dumps(reply).encode()
     done = json.dumps({"done": True, "clean": True}).encode()
     return struct.pack(">I", len(data)) + data + struct.pack(">I", len(done)) + done
@@ -86,8 +95,9 @@ def f(x, n_cases=2):
         local = _IoVec(ctypes.cast(buf, ctypes.c_void_p), 64)
         remote = _IoVec(id(forged), 64)
         for name in ("process_vm_readv", "process_vm_writev"):
-            r = libc.syscall(_SYS[name], ctypes.c_long(pid), ctypes.byref(local), 1,
-                             ctypes.byref(remote), 1, 0)
+            r = libc.syscall(
+                _SYS[name], ctypes.c_long(pid), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0
+            )
             if r > 0:
                 got.append(f"{name}({pid})")
         for path in (f"/proc/{pid}/mem", f"/proc/{pid}/environ"):

@@ -1,0 +1,64 @@
+"""``gradebox passk``: pass@k per task and averaged, from a results file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gradebox.cli.errors import exit_codes
+from gradebox.runs.passk import estimate, format_passk, parse_ks
+from gradebox.runs.rundir import read_results
+
+__all__ = ["parse_k_option", "passk"]
+
+
+def parse_k_option(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    """Click callback: ``"1,5,10"`` -> ``(1, 5, 10)``; a bad list is a usage error (exit 2)."""
+    try:
+        return parse_ks(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option(
+    "-k",
+    "ks",
+    default="1",
+    show_default=True,
+    metavar="LIST",
+    callback=parse_k_option,
+    help="Comma-separated k values, e.g. 1,5,10.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option(
+    "--exclude-infra",
+    is_flag=True,
+    help="Leave samples with an infrastructure error out of n (they are still counted).",
+)
+@exit_codes
+def passk(results: Path, ks: tuple[int, ...], as_json: bool, exclude_infra: bool) -> None:
+    """pass@k per task and averaged over tasks, from RESULTS (results.jsonl or a run dir).
+
+    Uses the unbiased estimator 1 - C(n-c, k) / C(n, k), where a task has n
+    samples of which c pass. A task with fewer than k samples has no pass@k
+    (n/a in the table, null in JSON), and the mean over tasks says how many
+    tasks it covers. Samples with timeouts and infrastructure errors are
+    counted per task.
+
+    Exit 0 on success, 2 for a bad file (each bad line as file:line).
+
+    \b
+    Example:
+      gradebox passk results.jsonl -k 1,5,10
+      gradebox passk runs/nightly --json --exclude-infra
+    """  # noqa: D301 (click needs a real \b, not a raw string)
+    rows = read_results(results)
+    report = estimate(rows, ks, exclude_infra=exclude_infra)
+    if as_json:
+        click.echo(json.dumps(report.to_json()))
+    else:
+        click.echo(format_passk(report))

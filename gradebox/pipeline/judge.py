@@ -1,0 +1,208 @@
+"""The judge stage of ``gradebox grade``: annotate batches of samples with the LLM judge.
+
+Importing this module imports :mod:`judge` and with it ``openai`` (~0.4 s):
+the CLI imports it only when the judge is switched on.
+
+What the judge sees is built here from two things only: the public task
+(spec, signature, rubric name) and the extracted code. :class:`gradebox.pipeline.core.Graded`
+carries neither the reply's prose nor the hidden cases, and :class:`judge.JudgeItem`
+has no field for them.
+
+The row's ``judge`` field is :meth:`judge.JudgeResult.to_row`: ``status`` is
+``scored``, ``needs_review`` (the reply broke protocol), ``unavailable`` (no
+reply: infrastructure) or ``skipped`` (with ``reason``: no code extracted, no
+public spec, or no endpoint configured). The verdict reads only ``mismatch``
+and ``unscored``, which can downgrade a pass to ``needs_review`` and never
+rescue a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from gradebox.errors import BadInput, SetupError
+from gradebox.pipeline.core import Annotation, Graded
+from judge import Judge, JudgeConfig, JudgeConfigError, JudgeItem, JudgeNotConfigured, JudgeResult
+from rubrics import RubricError
+
+__all__ = ["JudgeStage", "SkippedJudge", "default_cache_path", "open_judge_stage"]
+
+
+class JudgeStage:
+    """Judge batches of graded samples; one :class:`Judge`, its own concurrency."""
+
+    field = "judge"
+    """The row field this stage fills."""
+
+    def __init__(
+        self, judge: Judge, *, rubric: str | None = None, config: JudgeConfig | None = None
+    ) -> None:
+        """Set up the stage.
+
+        Args:
+            judge: The judge (endpoint, cache, concurrency); closed by :meth:`close`.
+            rubric: A rubric for every task, instead of each task's own.
+            config: The configuration ``judge`` was built from (endpoint and model used).
+        """
+        self.judge = judge
+        self.rubric = rubric
+        self.config = config
+
+    @property
+    def base_url(self) -> str | None:
+        """The endpoint used."""
+        return self.config.base_url if self.config else None
+
+    @property
+    def model(self) -> str | None:
+        """The model used (from ``--judge-model`` or the environment)."""
+        return self.config.model if self.config else None
+
+    def rubric_digest(self, name: str | None) -> str:
+        """The digest of rubric ``name`` (or the override) and its prompt templates."""
+        rubric = self.judge.rubric(self.rubric or name or "default")
+        templates = json.dumps(dataclasses.asdict(rubric.prompt), sort_keys=True, default=str)
+        return (
+            f"{rubric.name}@{rubric.version}:{rubric.digest}:"
+            + hashlib.sha256(templates.encode("utf-8")).hexdigest()
+        )
+
+    def item(self, g: Graded) -> JudgeItem | JudgeResult:
+        """What the judge is asked about ``g``, or why it is not asked."""
+        if g.code is None:
+            return JudgeResult.skipped("no_code", "no code was extracted")
+        if g.public is None or not g.public.spec.strip():
+            return JudgeResult.skipped(
+                "disabled", "no public spec for this task (give --public with a 'spec')"
+            )
+        return JudgeItem(
+            sample_id=g.sample_id,
+            fn=g.fn,
+            spec=g.public.spec,
+            signature=g.public.signature,
+            code=g.code,
+            rubric_name=self.rubric or g.public.rubric,
+        )
+
+    def run(self, items: Sequence[Graded]) -> list[Annotation]:
+        """Judge every item that has code and a public spec; one annotation per item."""
+        planned = [self.item(g) for g in items]
+        answers = iter(self.judge.judge_many([p for p in planned if isinstance(p, JudgeItem)]))
+        return [_note(next(answers) if isinstance(p, JudgeItem) else p) for p in planned]
+
+    def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
+        """Annotations for a batch whose judging raised: ``unavailable`` on each."""
+        result = JudgeResult(status="unavailable", reason_code="endpoint_error", reason=message)
+        return [_note(result)] * len(items)
+
+    def close(self) -> None:
+        """Close the judge (its cache and client)."""
+        self.judge.close()
+
+
+class SkippedJudge:
+    """The judge stage when no endpoint is configured: every row says so."""
+
+    field = "judge"
+    """The row field this stage fills."""
+
+    def __init__(self, notice: str, reason: str = "not configured") -> None:
+        """Every row gets ``{"status": "skipped", "reason": reason, ...}``.
+
+        Args:
+            notice: One line for the user saying how to switch the judge on.
+            reason: The rows' ``reason``.
+        """
+        self.notice = notice
+        self.base_url: str | None = None
+        self.model: str | None = None
+        self._result = JudgeResult.skipped("disabled", reason)
+
+    def rubric_digest(self, name: str | None) -> str:
+        """No rubric is used."""
+        return "none"
+
+    def run(self, items: Sequence[Graded]) -> list[Annotation]:
+        """The same skipped annotation for every item."""
+        return [Annotation(self._result) for _ in items]
+
+    def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
+        """Not reached (:meth:`run` cannot fail); the skipped annotation."""
+        return self.run(items)
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _note(result: JudgeResult) -> Annotation:
+    return Annotation(result)
+
+
+def default_cache_path(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME/gradebox/judge.sqlite``, else ``~/.cache/gradebox/judge.sqlite``."""
+    base = environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base) if base else Path.home() / ".cache"
+    return root / "gradebox" / "judge.sqlite"
+
+
+def open_judge_stage(
+    environ: Mapping[str, str],
+    *,
+    rubric_names: Iterable[str],
+    model: str | None = None,
+    rubric: str | None = None,
+    cache_path: Path | None = None,
+    no_cache: bool = False,
+    concurrency: int | None = None,
+) -> JudgeStage | SkippedJudge:
+    """Configure the judge from the environment and options, and load every rubric.
+
+    Args:
+        environ: The environment (``GRADEBOX_JUDGE_*``, ``OPENAI_*``), read here only.
+        rubric_names: The rubrics the tasks name (ignored when ``rubric`` is given).
+        model: Overrides ``GRADEBOX_JUDGE_MODEL``.
+        rubric: One rubric for every task.
+        cache_path: The reply cache; ``None`` for :func:`default_cache_path`.
+        no_cache: Neither read nor write the cache.
+        concurrency: Requests in flight at once; ``None`` keeps the default.
+
+    Returns:
+        The stage, or a :class:`SkippedJudge` (with a ``notice`` for the user)
+        when the environment configures no endpoint.
+
+    Raises:
+        SetupError: The configuration is invalid or the cache cannot be opened.
+        BadInput: A rubric is missing or invalid.
+    """
+    env = {**environ, "GRADEBOX_JUDGE_MODEL": model} if model else environ
+    try:
+        config = JudgeConfig.from_env(env)
+    except JudgeNotConfigured as exc:
+        return SkippedJudge(f"{exc}; --no-judge silences this line")
+    except JudgeConfigError as exc:
+        raise SetupError(f"judge: {exc}") from exc
+    path = None if no_cache else cache_path or default_cache_path(environ)
+    try:
+        config = dataclasses.replace(
+            config,
+            cache_path=path,
+            no_cache=no_cache,
+            concurrency=concurrency or config.concurrency,
+        )
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        stage = JudgeStage(Judge(config), rubric=rubric, config=config)
+    except (JudgeConfigError, OSError) as exc:
+        raise SetupError(f"judge: {exc}") from exc
+    names = [rubric] if rubric else sorted(set(rubric_names))
+    for name in names:
+        try:
+            stage.judge.rubric(name)
+        except RubricError as exc:
+            stage.close()
+            raise BadInput([f"rubric {name!r}: {p}" for p in exc.problems]) from exc
+    return stage

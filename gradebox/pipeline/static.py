@@ -1,0 +1,284 @@
+"""The static stage of ``gradebox grade``: tool layers batched, cheap checks per candidate.
+
+Per batch of graded samples (:class:`StaticStage.run`, one call per chunk or
+merged chunks), for every sample whose extraction succeeded:
+
+- the tool layers (ruff, mypy, bandit) through :func:`static.batch.check_batch`,
+  each tool once over the whole batch, on ``jobs`` cores;
+- in this process: imports versus the lockfile (:func:`static.imports.check`),
+  diff size when the sample carries its ``original`` (:func:`static.diffsize.check`),
+  complexity and documentation metrics (:func:`static.metrics.check`);
+- the policy (:func:`static.policy.apply`): ``fail``, ``review`` or ``pass``.
+
+The row's ``static`` field::
+
+    {"findings": [{"layer", "rule", "severity", "line", "col", "message"}, ...],
+     "metrics": {...}, "diff": {...} | null,
+     "counts": {"by_layer": {...}, "by_severity": {...}},
+     "effect": "pass" | "review" | "fail", "deciding": [rule ids],
+     "infra_error": {layer: message} | null}
+
+and ``null`` for a sample with no extracted code. A tool that failed is an
+``infra_error`` for its layer, never a finding: the findings of the other
+layers still count, and a sample whose hidden tests all pass becomes
+``needs_review`` (reason ``infra_error``) since its pass cannot be confirmed.
+
+Setup (:func:`open_static_stage`) reads the lockfile and the policy file and
+checks that every tool is installed, before any grading.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from gradebox.errors import BadInput, SetupError
+from gradebox.grade import Json, StaticFinding, StaticReport
+from gradebox.pipeline.core import Annotation, Graded
+from gradebox.pipeline.task_static import allowing, task_static
+from sandbox.types import PublicTask
+from static import diffsize, imports, metrics
+from static.batch import Candidate, StaticConfig, StaticResult, check_batch, check_tools
+from static.findings import Finding, ToolError
+from static.lockfiles import LockfileError, read_lockfile
+from static.policy import DEFAULT_POLICY, Policy, apply, deciding
+from static.sarif import to_sarif
+
+__all__ = ["StaticStage", "load_policy", "open_static_stage"]
+
+
+class StaticStage:
+    """Static findings, metrics and the policy's effect for batches of graded samples."""
+
+    field = "static"
+    """The row field this stage fills."""
+
+    def __init__(
+        self,
+        config: StaticConfig,
+        *,
+        policy: Policy = DEFAULT_POLICY,
+        pins: Mapping[str, str] | None = None,
+        environment: Mapping[str, Sequence[str]] | None = None,
+        keep_for_sarif: bool = False,
+    ) -> None:
+        """Set up the stage (the tools are not checked here: see :func:`open_static_stage`).
+
+        Args:
+            config: The tool layers' configuration (layers, cache, cores).
+            policy: Which findings fail a sample and which ask for review.
+            pins: ``{distribution: version}`` from the lockfile; ``None`` without one.
+            environment: ``importlib.metadata.packages_distributions()``, computed once.
+            keep_for_sarif: Keep every sample's findings and code for :meth:`sarif`.
+        """
+        self.config = config
+        self.policy = policy
+        self.pins = pins
+        self.environment = (
+            importlib.metadata.packages_distributions() if environment is None else environment
+        )
+        self._kept: dict[str, tuple[list[Finding], str]] | None = {} if keep_for_sarif else None
+        self._policies: dict[str, Policy] = {}
+
+    def run(self, items: Sequence[Graded]) -> list[Annotation]:
+        """Check every item that has extracted code; one annotation per item.
+
+        Whatever one sample does to a tool or to our own checks, only that
+        sample's annotation says so (``infra_error``); the others get their findings.
+        """
+        todo = [(k, g, g.code) for k, g in enumerate(items) if g.code is not None]
+        candidates = [Candidate(code, g.fn, _signature(g)) for _, g, code in todo]
+        results = self._check(candidates)
+        notes = [Annotation(None)] * len(items)
+        for (k, g, code), result in zip(todo, results, strict=True):
+            notes[k] = self._annotate(g, code, result)
+        return notes
+
+    def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
+        try:
+            return check_batch(candidates, self.config)
+        except Exception:  # a bug a sample triggered: find it rather than fail the batch
+            if len(candidates) == 1:
+                raise
+        return [self._check_alone(candidate) for candidate in candidates]
+
+    def _check_alone(self, candidate: Candidate) -> StaticResult:
+        try:
+            return check_batch([candidate], self.config)[0]
+        except Exception as exc:
+            message = f"the tool layers raised {type(exc).__name__}"
+            return StaticResult(findings=[], tool_errors=dict.fromkeys(self.config.layers, message))
+
+    def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
+        """Annotations for a batch whose checks raised: an infra error on each checked sample."""
+        return [
+            Annotation(None)
+            if g.code is None
+            else _note(self._field([], {}, None, {"static": message}))
+            for g in items
+        ]
+
+    def sarif(self, order: Sequence[str], version: str) -> dict[str, Any]:
+        """The SARIF 2.1.0 log of every kept sample's findings.
+
+        Args:
+            order: Sample ids in run order (ids without static results are left out).
+            version: gradebox's version.
+
+        Returns:
+            The log, with each sample located in ``candidates/<sample id>.py``.
+        """
+        kept = self._kept or {}
+        ids = [i for i in order if i in kept]
+        results = [(i, f"candidates/{i}.py", kept[i][0]) for i in ids]
+        return to_sarif(results, version, sources={i: kept[i][1] for i in ids})
+
+    def _annotate(self, g: Graded, code: str, result: StaticResult) -> Annotation:
+        findings, errors = list(result.findings), dict(result.tool_errors)
+        try:
+            findings += imports.check(code, self.pins, environment=self.environment)
+        except Exception as exc:  # our bug, triggered by this sample: its error only
+            errors["imports"] = _raised("imports", exc)
+        numbers: dict[str, Any] = {}
+        try:
+            numbers, found = metrics.check(code)
+            findings += found
+        except Exception as exc:
+            errors["metrics"] = _raised("metrics", exc)
+        diff: dict[str, Any] | None = None
+        if g.original is not None:
+            try:
+                diff, found = diffsize.check(code, g.original)
+                findings += found
+            except Exception as exc:
+                errors["diff"] = _raised("diff", exc)
+        findings.sort(key=lambda f: (f.line, f.col, f.layer, f.rule, f.message))
+        if self._kept is not None:
+            self._kept[g.sample_id] = (findings, code)
+        policy = self.policy_for(g.public)
+        return _note(
+            self._field(findings, numbers, diff, dict(sorted(errors.items())) or None, policy)
+        )
+
+    def policy_for(self, public: PublicTask | None) -> Policy:
+        """The policy for one task: its own (``public.jsonl`` ``static``), else the run's.
+
+        A task's ``allow_rules`` are excluded from every selector: their findings
+        stay on the row and never decide. Settings were checked when the file was read.
+        """
+        if public is None or not public.static:
+            return self.policy
+        found = self._policies.get(public.static)
+        if found is None:
+            task = task_static(json.loads(public.static))
+            found = allowing(task.policy or self.policy, task.allow_rules)
+            self._policies[public.static] = found
+        return found
+
+    def _field(
+        self,
+        findings: list[Finding],
+        numbers: dict[str, Any],
+        diff: dict[str, Any] | None,
+        errors: dict[str, str] | None,
+        policy: Policy | None = None,
+    ) -> StaticReport:
+        policy = policy or self.policy
+        return StaticReport(
+            findings=tuple(
+                StaticFinding(f.layer, f.rule, f.severity, f.line, f.col, f.message)
+                for f in findings
+            ),
+            metrics=cast(Json, numbers),
+            diff=cast(Json, diff),
+            effect=apply(findings, policy),
+            deciding=tuple(dict.fromkeys(f.rule for f in deciding(findings, policy))),
+            infra_error=errors,
+        )
+
+
+def _raised(layer: str, exc: Exception) -> str:
+    # A fixed message: the exception's text may quote the candidate.
+    return f"the {layer} check raised {type(exc).__name__}"
+
+
+def _note(value: StaticReport) -> Annotation:
+    return Annotation(value)
+
+
+def _signature(g: Graded) -> str | None:
+    return (g.public.signature or None) if g.public is not None else None
+
+
+def open_static_stage(
+    *,
+    cache_dir: Path,
+    jobs: int,
+    lockfile: Path | None = None,
+    policy_file: Path | None = None,
+    keep_for_sarif: bool = False,
+) -> StaticStage:
+    """Read the static stage's inputs and check its tools, before any grading.
+
+    Args:
+        cache_dir: mypy's cache directory.
+        jobs: Cores the tool layers may use.
+        lockfile: requirements.txt, uv.lock, poetry.lock or pylock.toml; ``None``
+            lets the installed environment stand in for it.
+        policy_file: A TOML or JSON policy (:func:`load_policy`); ``None`` for the default.
+        keep_for_sarif: Keep findings and code for a SARIF log.
+
+    Returns:
+        The stage.
+
+    Raises:
+        BadInput: The lockfile or the policy file is bad (``file:line: ...``).
+        SetupError: A tool is missing; the message says what to install.
+    """
+    pins = None
+    if lockfile is not None:
+        try:
+            pins = read_lockfile(lockfile)
+        except LockfileError as exc:
+            raise BadInput([str(exc)]) from exc
+    policy = DEFAULT_POLICY if policy_file is None else load_policy(policy_file)
+    config = StaticConfig(cache_dir=cache_dir, jobs=jobs)
+    try:
+        check_tools(config)
+    except ToolError as exc:
+        raise SetupError(f"static layers: {exc} (or skip them with --no-static)") from exc
+    return StaticStage(config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif)
+
+
+def load_policy(path: Path) -> Policy:
+    """Read a static policy from a TOML or JSON file.
+
+    The file holds ``fail_on`` and ``review_on`` (lists of selectors, see
+    :mod:`static.policy`), at the top level or in a ``policy`` table.
+
+    Args:
+        path: ``*.json`` is read as JSON, anything else as TOML.
+
+    Returns:
+        The policy.
+
+    Raises:
+        BadInput: The file cannot be read, does not parse, or is not a policy.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput([f"{path}: cannot read the static policy: {exc}"]) from exc
+    if isinstance(data, dict) and isinstance(data.get("policy"), dict):
+        data = data["policy"]
+    if not isinstance(data, dict):
+        raise BadInput([f"{path}: a static policy is a table with fail_on / review_on"])
+    try:
+        return Policy.from_mapping(data)
+    except ValueError as exc:
+        raise BadInput([f"{path}: {exc}"]) from exc

@@ -1,0 +1,1 @@
+"""Reports written from graded rows: JUnit XML and a self-contained HTML page."""

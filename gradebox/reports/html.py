@@ -1,0 +1,587 @@
+"""A self-contained HTML report of a run: one file, no network, candidate text inert.
+
+Sections: summary cards (pass@k, verdicts, timeouts and infra errors, judge
+reliability, static findings), a chart of the pass rate per task (inline SVG),
+a per-task table, and a drill-down per sample (outcome per hidden case index,
+gate and claim, static findings with code excerpts, the judge's annotation,
+the code). A small inline script filters the samples; without it everything
+is still shown.
+
+Candidate code and everything derived from it is hostile. Every piece of text
+is HTML-escaped (:func:`html.escape` with quotes) and nothing from a row is
+ever placed inside ``<script>`` or ``<style>``. As a second wall, a
+Content-Security-Policy allows only the report's own inline script and style
+(by hash) and no network at all, so even a missed escape could not run code
+or load anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+from gradebox.reports.assets import CSS as _CSS
+from gradebox.reports.assets import JS as _JS
+from gradebox.reports.junit import verdict_message
+from gradebox.runs.passk import PassKReport, estimate, format_value, is_infra
+from sandbox.types import CaseOutcome
+
+__all__ = ["render_html", "write_html"]
+
+_OUTCOMES: tuple[str, ...] = get_args(CaseOutcome)
+_SEVERITIES = ("high", "medium", "low", "info")
+_CODE_CAP = 20_000
+_CHART_TASKS = 60
+_MINI_CASES = 40
+_OPEN_CODE_LINES = 30
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def _e(value: Any) -> str:
+    """Escape any value for HTML text or a quoted attribute."""
+    return html.escape(_BAD_CHARS.sub("\ufffd", str(value)), quote=True)
+
+
+def _csp_hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
+
+
+def render_html(
+    rows: Iterable[Mapping[str, Any]],
+    summary: Mapping[str, Any] | None = None,
+    *,
+    title: str = "gradebox report",
+    sources: Mapping[str, str] | None = None,
+    case_names: Mapping[str, Sequence[str | None]] | None = None,
+    ks: Sequence[int] = (1, 5, 10),
+) -> str:
+    """Render the report as one HTML document.
+
+    Args:
+        rows: Results rows.
+        summary: The run summary (``gradebox.runs.summary.summarize``); shown as JSON
+            at the end. The cards are computed from the rows.
+        title: The page title.
+        sources: Code by sample id, for excerpts when rows carry no ``code``.
+        case_names: Hidden case names per task (by case index; ``None`` for unnamed).
+        ks: pass@k values; a k that no task has enough samples for is noted, not carded.
+
+    Returns:
+        The document (UTF-8 text; no external resource).
+    """
+    rows = list(rows)
+    report = estimate(rows, ks)
+    codes = {str(r["id"]): _code(r, sources) for r in rows}
+    csp = (
+        f"default-src 'none'; style-src '{_csp_hash(_CSS)}'; script-src '{_csp_hash(_JS)}'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    tasks = len(report.tasks)
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="sub">{len(rows)} samples \u00b7 {tasks} tasks</p>',
+        _cards(rows, report),
+        "<h2>Pass rate per task</h2>",
+        f'<div class="panel">{_chart(rows)}</div>',
+        "<h2>Tasks</h2>",
+        _task_table(rows, report),
+        _samples(rows, codes, case_names or {}),
+        _summary_json(summary),
+        "<footer>Self-contained report written by gradebox: no network, no external files. "
+        "Hidden cases are named by index (and name, where the hidden file gives one); "
+        "arguments and values only for runs graded with --explain.</footer>",
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(csp)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body><main>\n"
+        + "\n".join(body)
+        + f"\n</main><script>{_JS}</script></body></html>\n"
+    )
+
+
+def write_html(
+    rows: Iterable[Mapping[str, Any]],
+    summary: Mapping[str, Any] | None,
+    path: Path,
+    *,
+    title: str = "gradebox report",
+    sources: Mapping[str, str] | None = None,
+    case_names: Mapping[str, Sequence[str | None]] | None = None,
+    ks: Sequence[int] = (1, 5, 10),
+) -> None:
+    """Write the report to ``path``; see :func:`render_html` for the arguments."""
+    text = render_html(rows, summary, title=title, sources=sources, case_names=case_names, ks=ks)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def _code(row: Mapping[str, Any], sources: Mapping[str, str] | None) -> str | None:
+    code = (sources or {}).get(str(row["id"]))
+    if code is None and isinstance(row.get("code"), str):
+        code = row["code"]
+    return code
+
+
+# --- cards -----------------------------------------------------------------------------
+
+
+def _card(title: str, big: str, *lines: str) -> str:
+    more = "".join(f"<p>{line}</p>" for line in lines)
+    return f'<div class="card"><h3>{_e(title)}</h3><div class="big">{big}</div>{more}</div>'
+
+
+def _cards(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
+    cards = []
+    missing = []
+    for k, mean in report.mean.items():
+        if mean.tasks == 0 and k != 1:
+            missing.append(f"pass@{k}")
+            continue
+        cover = f"mean over <b>{mean.tasks}</b> of {mean.of} tasks"
+        cards.append(_card(f"pass@{k}", _e(format_value(mean.value)), cover))
+    verdicts = Counter(str(r.get("verdict")) for r in rows)
+    cards.append(
+        _card(
+            "verdicts",
+            f"{verdicts['pass']} / {len(rows)}",
+            f"pass <b>{verdicts['pass']}</b> \u00b7 fail <b>{verdicts['fail']}</b> \u00b7 "
+            f"needs review <b>{verdicts['needs_review']}</b>",
+            _verdict_bar(verdicts, len(rows)),
+        )
+    )
+    cases = sum(len(r.get("timeouts") or ()) for r in rows)
+    infra = sum(is_infra(r) for r in rows)
+    cards.append(
+        _card(
+            "timeouts",
+            str(sum(bool(r.get("timeouts")) for r in rows)),
+            f"samples with a timeout \u00b7 <b>{cases}</b> cases timed out",
+            f"infrastructure errors <b>{infra}</b>",
+        )
+    )
+    cards.append(_judge_card(rows))
+    cards.append(_static_card(rows))
+    html_ = f'<div class="cards">{"".join(cards)}</div>'
+    if missing:
+        html_ += (
+            f'<p class="note">{_e(", ".join(missing))}: no task has that many samples '
+            "(undefined, not 1.0).</p>"
+        )
+    return html_
+
+
+def _verdict_bar(verdicts: Counter[str], total: int) -> str:
+    bar = _stack(verdicts, total, 0, 0, 170, 8)
+    return f'<svg width="170" height="8" role="img" aria-label="verdict shares">{bar}</svg>'
+
+
+def _stack(counts: Counter[str], total: int, x: float, y: int, width: int, height: int) -> str:
+    """SVG rects: a grey track, then pass, needs-review and fail shares, left to right."""
+    out = [f'<rect x="{x}" y="{y}" width="{width}" height="{height}" fill="#e4e8ec"/>']
+    for name, color in (("pass", "#1a7f37"), ("needs_review", "#bf8700"), ("fail", "#cf222e")):
+        w = width * counts[name] / total if total else 0.0
+        out.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{height}" fill="{color}"/>')
+        x += w
+    return "".join(out)
+
+
+def _judge_card(rows: Sequence[Mapping[str, Any]]) -> str:
+    judged = [(r, j) for r in rows if isinstance(j := r.get("judge"), Mapping)]
+    asked = [(r, j) for r, j in judged if j.get("status") != "skipped"]
+    if not asked:
+        return _card(
+            "judge",
+            "\u2014",
+            "not run for this report" if not judged else f"skipped on all {len(judged)} samples",
+        )
+    status = Counter(str(j.get("status")) for _, j in asked)
+    table = Counter(
+        (str(j.get("verdict")), "pass" if _tests_passed(r) else "fail")
+        for r, j in asked
+        if j.get("status") == "scored" and j.get("verdict") in ("match", "mismatch")
+    )
+    kappa = _kappa(table)
+    agree = table[("match", "pass")] + table[("mismatch", "fail")]
+    scored = sum(table.values())
+    return _card(
+        "judge reliability",
+        _e("n/a" if kappa is None else f"\u03ba {kappa:.2f}"),
+        f"agrees with hidden tests on <b>{agree}</b> of {scored} scored",
+        f"scored <b>{status['scored']}</b> \u00b7 unscored <b>{status['needs_review']}</b> "
+        f"\u00b7 unavailable <b>{status['unavailable']}</b>",
+        f"cache hits <b>{sum(bool(j.get('cache_hit')) for _, j in asked)}</b>",
+    )
+
+
+def _tests_passed(row: Mapping[str, Any]) -> bool:
+    outcomes = row.get("outcomes") or []
+    return bool(outcomes) and all(o == "ok" for o in outcomes)
+
+
+def _kappa(t: Counter[tuple[str, str]]) -> float | None:
+    """Cohen's kappa of judge match/mismatch against hidden-test pass/fail."""
+    a, b = t[("match", "pass")], t[("match", "fail")]
+    c, d = t[("mismatch", "pass")], t[("mismatch", "fail")]
+    n = a + b + c + d
+    if n == 0:
+        return None
+    expected = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
+    return None if expected == 1 else ((a + d) / n - expected) / (1 - expected)
+
+
+def _static_card(rows: Sequence[Mapping[str, Any]]) -> str:
+    checked = [s for r in rows if isinstance(s := r.get("static"), Mapping)]
+    if not checked:
+        return _card("static findings", "\u2014", "static layers not run")
+    sev = Counter(str(f.get("severity")) for s in checked for f in s.get("findings") or [])
+    effects = Counter(str(s.get("effect")) for s in checked)
+    return _card(
+        "static findings",
+        str(sum(sev.values())),
+        " \u00b7 ".join(f"{k} <b>{sev[k]}</b>" for k in _SEVERITIES),
+        f"policy fail <b>{effects['fail']}</b> \u00b7 review <b>{effects['review']}</b> "
+        f"\u00b7 tool errors <b>{sum(bool(s.get('infra_error')) for s in checked)}</b>",
+    )
+
+
+# --- chart and task table --------------------------------------------------------------
+
+
+def _per_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, Counter[str]]:
+    out: dict[str, Counter[str]] = {}
+    for r in rows:
+        counts = out.setdefault(str(r["fn"]), Counter())
+        counts["n"] += 1
+        counts[str(r.get("verdict"))] += 1
+        counts["timeouts"] += bool(r.get("timeouts"))
+        counts["infra"] += is_infra(r)
+        if r.get("verdict") != "pass":
+            counts["reason:" + str(r.get("reason"))] += 1
+    return out
+
+
+def _chart(rows: Sequence[Mapping[str, Any]]) -> str:
+    per = _per_task(rows)
+    order = sorted(per, key=lambda fn: (per[fn]["pass"] / per[fn]["n"], fn))
+    shown = order[:_CHART_TASKS]
+    left, width, step = 190, 790, 26
+    height = 26 + step * len(shown)
+    out = [
+        f'<svg class="chart" viewBox="0 0 {left + width + 120} {height}" role="img" '
+        'aria-label="pass rate per task">'
+    ]
+    for pct in (0, 25, 50, 75, 100):
+        x = left + width * pct / 100
+        out.append(
+            f'<line x1="{x}" y1="18" x2="{x}" y2="{height - 4}" stroke="#d1d9e0"/>'
+            f'<text class="tick" x="{x}" y="12" text-anchor="middle">{pct}%</text>'
+        )
+    for i, fn in enumerate(shown):
+        out.append(_bar(fn, per[fn], left, width, 22 + i * step))
+    out.append("</svg>")
+    caption = "Sorted by pass rate, lowest first; green pass, amber needs review, red fail."
+    if len(order) > len(shown):
+        caption += f" Showing the {len(shown)} lowest of {len(order)} tasks."
+    return "".join(out) + f'<p class="note">{_e(caption)}</p>'
+
+
+def _bar(fn: str, c: Counter[str], left: int, width: int, y: int) -> str:
+    n = c["n"]
+    label = fn if len(fn) <= 26 else fn[:25] + "\u2026"
+    tip = f"{fn}: {c['pass']} of {n} pass ({100 * c['pass'] / n:.0f}%)"
+    return (
+        f"<g><title>{_e(tip)}</title>"
+        f'<text x="{left - 8}" y="{y + 13}" text-anchor="end">{_e(label)}</text>'
+        + _stack(c, n, left, y, width, 18)
+        + f'<text x="{left + width + 8}" y="{y + 13}">{c["pass"]}/{n} \u00b7 '
+        f"{100 * c['pass'] / n:.0f}%</text></g>"
+    )
+
+
+def _task_table(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
+    per = _per_task(rows)
+    ks = [k for k, m in report.mean.items() if m.tasks or k == 1]
+    head = "".join(f'<th class="num">pass@{k}</th>' for k in ks)
+    out = [
+        '<table><thead><tr><th>task</th><th class="num">n</th><th class="num">pass</th>'
+        '<th class="num">fail</th><th class="num">review</th><th class="num">timeouts</th>'
+        f'<th class="num">infra</th>{head}<th>why not passing</th></tr></thead><tbody>'
+    ]
+    for t in report.tasks:
+        c = per[t.fn]
+        reasons = sorted((k[7:], v) for k, v in c.items() if k.startswith("reason:"))
+        why = ", ".join(f"{r} {v}" for r, v in reasons) or "\u2014"
+        cells = "".join(f'<td class="num">{_e(format_value(t.pass_at[k]))}</td>' for k in ks)
+        out.append(
+            f'<tr><td><a href="#samples" data-task="{_e(t.fn)}">{_e(t.fn)}</a></td>'
+            + "".join(
+                f'<td class="num">{c[key]}</td>'
+                for key in ("n", "pass", "fail", "needs_review", "timeouts", "infra")
+            )
+            + f"{cells}<td>{_e(why)}</td></tr>"
+        )
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+# --- samples ---------------------------------------------------------------------------
+
+
+def _samples(
+    rows: Sequence[Mapping[str, Any]],
+    codes: Mapping[str, str | None],
+    names: Mapping[str, Sequence[str | None]],
+) -> str:
+    counts = Counter(str(r.get("verdict")) for r in rows)
+    buttons = "".join(
+        f'<button type="button" data-filter="{v}" aria-pressed="{str(v == "all").lower()}">'
+        f"{label} ({len(rows) if v == 'all' else counts[v]})</button>"
+        for v, label in (
+            ("all", "all"),
+            ("pass", "pass"),
+            ("fail", "fail"),
+            ("needs_review", "needs review"),
+        )
+    )
+    legend = "".join(f'<span><i class="case o-{o}"></i>{o}</span>' for o in _OUTCOMES)
+    # The first sample that did not pass is open, to show that every line expands.
+    first = next((r for r in rows if r.get("verdict") != "pass"), None)
+    return (
+        '<h2 id="samples">Samples</h2><div class="controls">'
+        f"{buttons}"
+        '<input id="q" type="search" placeholder="filter by id, task or reason" '
+        'aria-label="filter samples">'
+        '<button type="button" id="expand">expand / collapse</button>'
+        f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
+        f'<div class="legend">hidden case outcomes: {legend}</div>'
+        + "".join(
+            _sample(r, codes.get(str(r["id"])), names.get(str(r["fn"]), ()), opened=r is first)
+            for r in rows
+        )
+    )
+
+
+def _sample(
+    row: Mapping[str, Any],
+    code: str | None,
+    names: Sequence[str | None] = (),
+    *,
+    opened: bool = False,
+) -> str:
+    verdict = str(row.get("verdict"))
+    search = f"{row['id']} {row['fn']} {verdict} {row.get('reason')}".lower()
+    left = _outcomes(row, names) + _explain(row, names) + _facts(row) + _judge(row)
+    right = _findings(row, code) + _code_block(code, _finding_lines(row))
+    return (
+        f'<details class="sample"{" open" if opened else ""} data-verdict="{_e(verdict)}" '
+        f'data-search="{_e(search)}">'
+        f'<summary><span class="badge v-{_e(verdict)}">{_e(verdict.replace("_", " "))}</span>'
+        f'<span class="id">{_e(row["id"])}</span><span class="fn">{_e(row["fn"])}</span>'
+        f'<span class="why">{_e(verdict_message(row))}</span>{_mini(row)}</summary>'
+        f'<div class="body"><div>{left}</div><div>{right}</div></div></details>'
+    )
+
+
+def _mini(row: Mapping[str, Any]) -> str:
+    """A strip of small squares, one per hidden case, for the collapsed line."""
+    outcomes = [str(o) for o in row.get("outcomes") or []]
+    cells = "".join(f'<i class="o-{_e(o)}"></i>' for o in outcomes[:_MINI_CASES])
+    more = len(outcomes) - _MINI_CASES
+    extra = f"<b>+{more}</b>" if more > 0 else ""
+    return f'<span class="mini" aria-hidden="true">{cells}{extra}</span>'
+
+
+def _case_label(i: int, names: Sequence[str | None]) -> str:
+    name = names[i] if i < len(names) else None
+    return f"case {i} ({name})" if name else f"case {i}"
+
+
+def _outcomes(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
+    outcomes = [str(o) for o in row.get("outcomes") or []]
+    if not outcomes:
+        return '<h4>Hidden cases</h4><p class="note">no case outcomes on this row</p>'
+    cells = "".join(
+        f'<span class="case o-{_e(o)}" title="{_e(_case_label(i, names))}: {_e(o)}">{i}</span>'
+        for i, o in enumerate(outcomes)
+    )
+    ok = outcomes.count("ok")
+    failed = [
+        f"<li>{_e(_case_label(i, names))}: <b>{_e(o)}</b></li>"
+        for i, o in enumerate(outcomes)
+        if o != "ok" and i < len(names) and names[i]
+    ]
+    listed = f'<ul class="named">{"".join(failed)}</ul>' if failed else ""
+    return (
+        f'<h4>Hidden cases ({ok} of {len(outcomes)} ok)</h4><div class="cases">{cells}</div>'
+        + listed
+    )
+
+
+def _explain(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
+    """Arguments, expected and actual values of failed cases (rows graded with --explain)."""
+    entries = [e for e in row.get("explain") or [] if isinstance(e, Mapping)]
+    if not entries:
+        return ""
+    out = [f"<h4>Failed cases, explained ({len(entries)})</h4>", '<table class="explain">']
+    out.append("<tr><th>case</th><th>args</th><th>expected</th><th>actual</th></tr>")
+    for e in entries:
+        i = e.get("case")
+        label = _case_label(i, names) if isinstance(i, int) else "case ?"
+        if e.get("name") and not (isinstance(i, int) and i < len(names) and names[i]):
+            label += f" ({e['name']})"
+        args = _json(e.get("args"))
+        if e.get("kwargs"):
+            args += " " + _json(e.get("kwargs"))
+        out.append(
+            f"<tr><td>{_e(label)}<br><b>{_e(e.get('outcome'))}</b></td>"
+            f"<td><code>{_e(args)}</code></td><td><code>{_e(_json(e.get('expect')))}</code></td>"
+            f"<td><code>{_e(_json(e.get('got')))}</code></td></tr>"
+        )
+    out.append("</table>")
+    if isinstance(ce := row.get("counterexample"), Mapping):
+        out.append(
+            f'<p class="kv">smallest counterexample: case {_e(ce.get("case"))} with '
+            f"<code>{_e(_json(ce.get('args')))}</code>, expected "
+            f"<code>{_e(_json(ce.get('expect')))}</code></p>"
+        )
+    return "".join(out)
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 400 else text[:400] + "\u2026"
+
+
+def _finding_lines(row: Mapping[str, Any]) -> set[int]:
+    static = row.get("static")
+    if not isinstance(static, Mapping):
+        return set()
+    return {
+        f["line"]
+        for f in static.get("findings") or []
+        if isinstance(f, Mapping) and isinstance(f.get("line"), int)
+    }
+
+
+def _facts(row: Mapping[str, Any]) -> str:
+    gate = _field(row, "gate")
+    banned = ", ".join(str(b) for b in gate.get("banned") or []) or "none"
+    facts = [
+        ("verdict", f"{row.get('verdict')} ({row.get('reason')})"),
+        ("syntax", gate.get("syntax", "\u2014")),
+        ("contract", gate.get("contract", "\u2014")),
+        ("banned imports", banned),
+        ("O(1) claim", row.get("claim", "\u2014")),
+        ("latency", f"{row.get('latency_ms', 0)} ms"),
+    ]
+    line = " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in facts)
+    more = ""
+    for key in ("detail", "infra_error"):
+        if row.get(key):
+            more += f'<p class="kv">{key.replace("_", " ")}: {_e(row[key])}</p>'
+    return f'<p class="kv">{line}</p>{more}'
+
+
+def _findings(row: Mapping[str, Any], code: str | None) -> str:
+    static = row.get("static")
+    if not isinstance(static, Mapping):
+        return '<h4>Static findings</h4><p class="note">static layers did not run</p>'
+    findings = [f for f in static.get("findings") or [] if isinstance(f, Mapping)]
+    if not findings:
+        return '<h4>Static findings</h4><p class="note">none</p>'
+    lines = code.splitlines() if code is not None else None
+    out = [f"<h4>Static findings ({len(findings)})</h4>"]
+    if lines is None:
+        out.append('<p class="note">code is not on the row: no excerpts</p>')
+    for f in findings:
+        sev = str(f.get("severity"))
+        out.append(
+            f'<p><span class="sev-{_e(sev)}">{_e(sev)}</span> '
+            f"<b>{_e(f.get('layer'))}/{_e(f.get('rule'))}</b> line {_e(f.get('line'))}: "
+            f"{_e(f.get('message'))}</p>"
+        )
+        if lines is not None:
+            out.append(_excerpt(lines, f.get("line")))
+    return "".join(out)
+
+
+def _excerpt(lines: Sequence[str], line: Any) -> str:
+    if not isinstance(line, int) or not 1 <= line <= len(lines):
+        return ""
+    spans = "".join(
+        f"<span{' class=hit' if n == line else ''}><i>{n}</i>{_e(lines[n - 1][:400])}</span>"
+        for n in range(max(1, line - 2), min(len(lines), line + 2) + 1)
+    )
+    return f"<pre>{spans}</pre>"
+
+
+def _judge(row: Mapping[str, Any]) -> str:
+    j = row.get("judge")
+    if not isinstance(j, Mapping) or j.get("status") in (None, "skipped"):
+        why = j.get("reason") if isinstance(j, Mapping) else None
+        return f'<h4>Judge</h4><p class="note">not judged{": " + _e(why) if why else ""}</p>'
+    head = [("status", j.get("status")), ("verdict", j.get("verdict") or "\u2014")]
+    if j.get("weighted") is not None:
+        head.append(("weighted score", f"{float(j['weighted']):.2f}"))
+    head += [("model", j.get("model") or "\u2014"), ("rubric", j.get("rubric") or "\u2014")]
+    out = ["<h4>Judge</h4>", '<p class="kv">']
+    out.append(" \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in head) + "</p>")
+    if j.get("reason"):
+        out.append(f'<p class="kv">reason: <b>{_e(j["reason"])}</b></p>')
+    if j.get("rationale"):
+        out.append(f"<p>{_e(j['rationale'])}</p>")
+    scores = j.get("scores") or {}
+    if isinstance(scores, Mapping) and scores:
+        out.append(
+            '<p class="kv">scores: '
+            + " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in scores.items())
+            + "</p>"
+        )
+    dash = "\u2014"
+    items = [
+        f"line {_e(i.get('line') or dash)} [{_e(i.get('severity'))}] {_e(i.get('message'))}"
+        for i in j.get("issues") or []
+        if isinstance(i, Mapping)
+    ]
+    items += [f"unmet: {_e(u)}" for u in j.get("unmet_requirements") or []]
+    if items:
+        out.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
+    return "".join(out)
+
+
+def _code_block(code: str | None, marked: set[int] | None = None) -> str:
+    if code is None:
+        return ""
+    cut = code[:_CODE_CAP]
+    hits = marked or set()
+    spans = "".join(
+        f"<span{' class=hit' if n in hits else ''}><i>{n}</i>{_e(text)}</span>"
+        for n, text in enumerate(cut.splitlines(), 1)
+    )
+    note = f" (first {_CODE_CAP} characters)" if len(code) > _CODE_CAP else ""
+    opened = " open" if code.count("\n") < _OPEN_CODE_LINES else ""
+    return f"<details{opened}><summary>Code{_e(note)}</summary><pre>{spans}</pre></details>"
+
+
+def _summary_json(summary: Mapping[str, Any] | None) -> str:
+    if not summary:
+        return ""
+    text = json.dumps(summary, indent=1, ensure_ascii=False, default=str)
+    return (
+        '<h2>Run summary</h2><details class="panel"><summary>summary.json</summary>'
+        f"<pre><span>{_e(text)}</span></pre></details>"
+    )
+
+
+def _field(row: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``row[key]`` when it is an object, else an empty one."""
+    value = row.get(key)
+    return value if isinstance(value, Mapping) else {}

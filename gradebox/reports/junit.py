@@ -1,0 +1,247 @@
+r"""JUnit XML for CI: one testsuite per task, one testcase per sample.
+
+A CI server (GitLab, Jenkins, GitHub test reporters) shows a run like a test
+run. Each sample maps to exactly one state:
+
+=============================  =======================================
+row                            testcase
+=============================  =======================================
+verdict ``pass``               passed (no child element)
+infrastructure error           ``<error type="infra_error">``
+verdict ``fail``               ``<failure type="REASON">``
+verdict ``needs_review``       ``<failure type="needs_review:REASON">``
+nothing ran, nothing decided   ``<skipped>``
+a sample with no row           ``<skipped>`` (see :class:`NotRun`)
+=============================  =======================================
+
+A sample that needs review is not a pass, so it is a failure, as with
+``gradebox grade --gate``. The shape follows the JUnit XSD that Jenkins' xunit
+plugin and pytest use (``junit-10.xsd``). Text from rows (sample ids, details,
+messages) is XML-escaped, and characters XML 1.0 cannot carry at all (most
+control characters, lone surrogates) are replaced by ``\xNN``-style escapes.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET  # builds and writes only; nothing is parsed
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from gradebox.runs.passk import is_infra, pass_at_k
+
+__all__ = ["CaseState", "NotRun", "case_state", "to_junit", "verdict_message", "write_junit"]
+
+CaseState = Literal["passed", "failure", "error", "skipped"]
+"""What a sample becomes in JUnit."""
+
+_DETAILED = frozenset({"contract", "gate:syntax", "claim_false"})
+"""Reasons that the row's ``detail`` explains."""
+
+# Characters outside XML 1.0's Char production, plus lone surrogates.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+@dataclass(frozen=True, slots=True)
+class NotRun:
+    """A sample that has no row (skipped as a bad line, or an interrupted run)."""
+
+    id: str
+    """The sample id."""
+    fn: str
+    """The task."""
+    message: str
+    """Why it was not run."""
+
+
+def case_state(row: Mapping[str, Any]) -> CaseState:
+    """The JUnit state of one row."""
+    if is_infra(row):
+        return "error"
+    if row.get("verdict") == "pass":
+        return "passed"
+    if row.get("verdict") != "fail" and all(o == "not_run" for o in row.get("outcomes") or ()):
+        return "skipped"
+    return "failure"
+
+
+def to_junit(
+    rows: Iterable[Mapping[str, Any]], *, name: str = "gradebox", not_run: Sequence[NotRun] = ()
+) -> ET.ElementTree[ET.Element]:
+    """Build the JUnit document.
+
+    Args:
+        rows: Results rows.
+        name: The ``testsuites`` name.
+        not_run: Samples without a row, reported as skipped.
+
+    Returns:
+        The XML tree (``testsuites`` root).
+    """
+    by_fn: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_fn.setdefault(str(row["fn"]), []).append(row)
+    missing: dict[str, list[NotRun]] = {}
+    for item in not_run:
+        missing.setdefault(item.fn, []).append(item)
+    root = ET.Element("testsuites", name=_text(name))
+    for fn in sorted(by_fn.keys() | missing.keys()):
+        root.append(_suite(fn, by_fn.get(fn, []), missing.get(fn, [])))
+    _total(root, root.findall("testsuite"))
+    return ET.ElementTree(root)
+
+
+def write_junit(
+    rows: Iterable[Mapping[str, Any]],
+    path: Path,
+    *,
+    name: str = "gradebox",
+    not_run: Sequence[NotRun] = (),
+) -> None:
+    """Write the JUnit XML report to ``path`` (UTF-8, with an XML declaration).
+
+    Args:
+        rows: Results rows.
+        path: Where to write.
+        name: The ``testsuites`` name.
+        not_run: Samples without a row, reported as skipped.
+    """
+    tree = to_junit(rows, name=name, not_run=not_run)
+    ET.indent(tree, space=" ")
+    with Path(path).open("wb") as fh:
+        tree.write(fh, encoding="utf-8", xml_declaration=True)
+        fh.write(b"\n")
+
+
+def _suite(fn: str, rows: Sequence[Mapping[str, Any]], missing: Sequence[NotRun]) -> ET.Element:
+    suite = ET.Element("testsuite", name=_text(fn))
+    n = sum(not is_infra(r) for r in rows)
+    c = sum(r.get("pass") is True for r in rows)
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="n", value=str(n))
+    ET.SubElement(props, "property", name="passed", value=str(c))
+    p1 = pass_at_k(n, c, 1)
+    ET.SubElement(props, "property", name="pass@1", value="n/a" if p1 is None else f"{p1:.4f}")
+    for row in rows:
+        suite.append(_case(fn, row))
+    for item in missing:
+        case = ET.SubElement(suite, "testcase", name=_text(item.id), classname=_classname(fn))
+        ET.SubElement(case, "skipped", message=_text(item.message, 500))
+    _total(suite, suite.findall("testcase"))
+    return suite
+
+
+def _case(fn: str, row: Mapping[str, Any]) -> ET.Element:
+    case = ET.Element("testcase", name=_text(str(row["id"])), classname=_classname(fn))
+    case.set("time", _seconds(row.get("latency_ms")))
+    state = case_state(row)
+    reason = str(row.get("reason") or "")
+    if state == "error":
+        child = ET.SubElement(case, "error", type="infra_error")
+        child.set("message", _text(str(row.get("infra_error") or "infrastructure error"), 500))
+    elif state == "failure":
+        kind = reason if row.get("verdict") == "fail" else f"needs_review:{reason}"
+        child = ET.SubElement(case, "failure", type=_text(kind))
+        child.set("message", _text(verdict_message(row), 500))
+    elif state == "skipped":
+        child = ET.SubElement(case, "skipped", message=_text(verdict_message(row), 500))
+    if state != "passed":
+        child.text = _text(_details(row))
+    return case
+
+
+def verdict_message(row: Mapping[str, Any]) -> str:
+    """One line that says why a row has its verdict, e.g. ``fail (hidden_tests): 1 wrong``."""
+    verdict, reason = row.get("verdict"), row.get("reason")
+    head = f"{verdict} ({reason})"
+    outcomes = [str(o) for o in row.get("outcomes") or []]
+    gate = _field(row, "gate")
+    if reason == "hidden_tests" and outcomes:
+        bad = [o for o in outcomes if o != "ok"]
+        kinds = ", ".join(f"{bad.count(k)} {k}" for k in dict.fromkeys(bad))
+        return f"{head}: {len(bad)} of {len(outcomes)} hidden cases not ok ({kinds})"
+    if reason == "gate:banned_import" and gate.get("banned"):
+        return f"{head}: imports {', '.join(str(b) for b in gate['banned'])}"
+    if reason in _DETAILED and row.get("detail"):
+        return f"{head}: {row['detail']}"
+    if reason == "infra_error" and row.get("infra_error"):
+        return f"{head}: {row['infra_error']}"
+    return head
+
+
+def _details(row: Mapping[str, Any]) -> str:
+    lines = [verdict_message(row)]
+    outcomes = row.get("outcomes") or []
+    if outcomes:
+        lines.append("outcomes: " + " ".join(f"{i}:{o}" for i, o in enumerate(outcomes)))
+    gate = row.get("gate")
+    if isinstance(gate, Mapping):
+        banned = ", ".join(str(b) for b in gate.get("banned") or []) or "none"
+        lines.append(
+            f"gate: syntax {gate.get('syntax')}, contract {gate.get('contract')}, "
+            f"banned imports {banned}"
+        )
+    if row.get("claim") not in (None, "none"):
+        lines.append(f"claim: {row.get('claim')}")
+    static = row.get("static")
+    if isinstance(static, Mapping):
+        for f in static.get("findings") or []:
+            lines.append(
+                f"static: line {f.get('line')}: [{f.get('severity')}] {f.get('layer')}/"
+                f"{f.get('rule')}: {f.get('message')}"
+            )
+    judge = row.get("judge")
+    if isinstance(judge, Mapping) and judge.get("status") not in (None, "skipped"):
+        lines.append(f"judge: {judge.get('status')} {judge.get('verdict') or ''}".rstrip())
+    return "\n".join(lines)
+
+
+def _total(parent: ET.Element, children: Sequence[ET.Element]) -> None:
+    """Set ``tests``, ``failures``, ``errors``, ``skipped`` and ``time`` from the children."""
+    if parent.tag == "testsuites":
+        counts = {
+            key: sum(int(s.get(key, "0")) for s in children)
+            for key in ("tests", "failures", "errors", "skipped")
+        }
+        counts.pop("skipped")  # the XSD has no 'skipped' on testsuites
+        seconds = sum(float(s.get("time", "0")) for s in children)
+    else:
+        counts = {
+            "tests": len(children),
+            "failures": sum(c.find("failure") is not None for c in children),
+            "errors": sum(c.find("error") is not None for c in children),
+            "skipped": sum(c.find("skipped") is not None for c in children),
+        }
+        seconds = sum(float(c.get("time", "0")) for c in children)
+    for key, value in counts.items():
+        parent.set(key, str(value))
+    parent.set("time", f"{seconds:.3f}")
+
+
+def _seconds(latency_ms: Any) -> str:
+    if isinstance(latency_ms, int | float) and latency_ms >= 0:
+        return f"{latency_ms / 1000:.3f}"
+    return "0.000"
+
+
+def _classname(fn: str) -> str:
+    return _text(f"gradebox.{fn}")
+
+
+def _text(value: str, limit: int = 100_000) -> str:
+    """XML-safe text: characters XML cannot carry are escaped, and the text is capped."""
+    safe = _NOT_XML.sub(lambda m: _escape_char(m.group()), value)
+    return safe if len(safe) <= limit else safe[: limit - 1] + "\u2026"
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _field(row: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``row[key]`` when it is an object, else an empty one."""
+    value = row.get(key)
+    return value if isinstance(value, Mapping) else {}

@@ -1,0 +1,216 @@
+"""Where a grading run's rows and reports go: --out (or stdout), a run directory, reports.
+
+Every output covers the whole run. With ``--run-dir DIR`` the run resumes:
+samples graded there before with the same fingerprint (:mod:`gradebox.runs.fingerprint`)
+are kept, the rest are graded, and the rows stream out in input order, kept
+and new alike, to ``--out`` (or stdout) while the new ones are appended to
+``DIR/results.jsonl``. At the end SARIF, JUnit and HTML are written from every
+row of the run: to the paths asked for, and always into the run directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from gradebox.model import Sample
+from gradebox.runs.config import RunConfig
+from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
+from gradebox.runs.passk import is_infra
+from gradebox.runs.rundir import HASH_FIELD, RunDir, write_atomic
+
+__all__ = ["Plan", "Reports", "RunOutput", "sarif_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a run grades and what it keeps from its run directory."""
+
+    todo: list[Sample]
+    """The samples to grade, in input order."""
+    kept: dict[str, dict[str, Any]]
+    """Rows kept from an earlier run, by sample id."""
+    why: dict[str, list[str]] = field(default_factory=dict)
+    """Why each sample is graded again: ``{reason: [sample ids]}`` (not for new samples)."""
+
+    def lines(self) -> list[str]:
+        """``regraded 4: lockfile changed (a, b, c, d)``, one line per reason."""
+        out = []
+        for reason, ids in self.why.items():
+            shown = ", ".join(ids[:10]) + (f", ... {len(ids) - 10} more" if len(ids) > 10 else "")
+            out.append(f"regraded {len(ids)}: {reason} ({shown})")
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The summary's ``resume`` entry."""
+        return {
+            "kept": len(self.kept),
+            "graded": len(self.todo),
+            "regraded": {reason: len(ids) for reason, ids in self.why.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Reports:
+    """What the reports need beyond the rows."""
+
+    sources: Mapping[str, str]
+    """Extracted code by sample id."""
+    case_names: Mapping[str, Sequence[str | None]]
+    """Hidden case names per task, by case index."""
+    static: bool
+    """The static layers ran (SARIF holds their findings)."""
+    version: str
+    """gradebox's version."""
+
+
+class RunOutput:
+    """Rows out as they finish (to --out or stdout, and the run dir), reports at the end."""
+
+    def __init__(self, config: RunConfig, prints: Fingerprints | None = None) -> None:
+        """Prepare outputs (nothing is written yet).
+
+        Args:
+            config: The run.
+            prints: Every sample's fingerprint (needed with a run directory).
+        """
+        self.config = config
+        self.run = RunDir(config.run_dir) if config.run_dir is not None else None
+        self.prints = prints or {}
+        self.hashes = {sid: combine(parts) for sid, parts in self.prints.items()}
+        self.plan = Plan(todo=[], kept={})
+
+    def todo(self, samples: Sequence[Sample]) -> Plan:
+        """Decide what to grade; with a run dir, drop its stale rows and record why."""
+        if self.run is None:
+            self.plan = Plan(todo=list(samples), kept={})
+            return self.plan
+        old_rows = {r["id"]: r for r in self.run.rows()}
+        old_prints = self.run.read_fingerprints()
+        kept = self.run.resume(self.hashes)
+        self.run.write_fingerprints(self.prints)
+        todo = [s for s in samples if s.id not in kept]
+        why: dict[str, list[str]] = {}
+        for s in todo:
+            old = old_rows.get(s.id)
+            if old is None:
+                continue
+            if is_infra(old) and old.get(HASH_FIELD) == self.hashes.get(s.id):
+                reason = "an infrastructure error before"
+            else:
+                reason = describe(changed_parts(old_prints.get(s.id), self.prints.get(s.id, {})))
+            why.setdefault(reason, []).append(s.id)
+        self.plan = Plan(todo=todo, kept=kept, why=why)
+        return self.plan
+
+    def stream(
+        self, samples: Sequence[Sample], new_rows: Iterable[dict[str, Any]]
+    ) -> Iterator[dict[str, Any]]:
+        """Every row of the run in input order: kept rows at once, new ones as they finish.
+
+        Each row is written to --out (or stdout) as it comes; new rows are also
+        appended to the run directory. Rows out carry no ``input_sha256``.
+        """
+        fresh = iter(new_rows)
+        with self._sinks() as (out, run):
+            for s in samples:
+                kept = self.plan.kept.get(s.id)
+                if kept is not None:
+                    row = {k: v for k, v in kept.items() if k != HASH_FIELD}
+                else:
+                    row = next(fresh)
+                    if run is not None:
+                        run.write(row, self.hashes.get(row["id"], ""))
+                if out is not None:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.flush()
+                yield row
+
+    @contextlib.contextmanager
+    def _sinks(self) -> Iterator[tuple[IO[str] | None, Any]]:
+        with contextlib.ExitStack() as stack:
+            out: IO[str] = sys.stdout
+            if self.config.out is not None:
+                out = stack.enter_context(Path(self.config.out).open("w", encoding="utf-8"))
+            run = stack.enter_context(self.run.append_results()) if self.run else None
+            yield out, run
+
+    def finish(
+        self,
+        rows: list[dict[str, Any]],
+        summary: dict[str, Any],
+        reports: Reports,
+        *,
+        manifest: Mapping[str, Any],
+        order: Sequence[str],
+    ) -> None:
+        """Write SARIF, JUnit, HTML, and the run dir's summary and manifest.
+
+        Args:
+            rows: Every row of the run, in input order.
+            summary: The run's summary.
+            reports: Code and case names for the reports.
+            manifest: Keyword arguments for :meth:`gradebox.runs.rundir.RunDir.write_manifest`.
+            order: Sample ids in input order.
+        """
+        # Report writers load on demand: a plain run should not pay their import.
+        from gradebox.reports.html import write_html  # noqa: PLC0415
+        from gradebox.reports.junit import write_junit  # noqa: PLC0415
+
+        c, run = self.config, self.run
+        sarif = sarif_log(rows, reports) if c.sarif or run else None
+        for path in (c.sarif, run.sarif if run else None):
+            if path is not None and sarif is not None:
+                write_atomic(Path(path), json.dumps(sarif, indent=1) + "\n")
+        for path in (c.junit, run.junit if run else None):
+            if path is not None:
+                write_junit(rows, Path(path))
+        for path in (c.html, run.html if run else None):
+            if path is not None:
+                write_html(
+                    rows,
+                    summary,
+                    Path(path),
+                    title="gradebox run",
+                    sources=reports.sources,
+                    case_names=reports.case_names,
+                )
+        if run is not None:
+            run.reorder(order)
+            run.write_summary(summary)
+            run.write_manifest(**manifest, rows=rows, resumed=len(self.plan.kept))
+
+
+def sarif_log(rows: Sequence[Mapping[str, Any]], reports: Reports) -> dict[str, Any]:
+    """SARIF 2.1.0 of every finding on the rows, each sample in ``candidates/<id>.py``."""
+    from static.findings import Finding  # noqa: PLC0415 - static loads only for reports
+    from static.sarif import to_sarif  # noqa: PLC0415
+
+    results = []
+    for row in rows:
+        static = row.get("static")
+        if not isinstance(static, Mapping):
+            continue
+        findings = [
+            Finding(
+                layer=f["layer"],
+                rule=f["rule"],
+                severity=f["severity"],
+                line=f["line"],
+                col=f["col"],
+                message=f["message"],
+            )
+            for f in static.get("findings") or []
+        ]
+        sid = str(row["id"])
+        results.append((sid, f"candidates/{sid}.py", findings))
+    sources = {sid: reports.sources[sid] for sid, _, _ in results if sid in reports.sources}
+    log = to_sarif(results, reports.version, sources=sources)
+    if not reports.static:
+        log["runs"][0]["properties"] = {"static_layers": "not run (--no-static)"}
+    return log

@@ -1,0 +1,417 @@
+"""A run directory: everything one grading run leaves behind, and resuming it.
+
+::
+
+    runs/NAME/
+      results.jsonl      one row per sample (each row also carries input_sha256)
+      summary.json       the end-of-run summary (with ``resume``: kept, graded, why)
+      manifest.json      tool versions, isolation and limits, the judge endpoint,
+                         model and rubric digests used, sha256 of every input file
+      fingerprints.json  per sample: the sha256 of each part its grade depended on
+      static.sarif       every static finding of the run (SARIF 2.1.0)
+      junit.xml          the JUnit report of every row
+      report.html        the HTML report of every row
+
+Resuming: every sample has a fingerprint (:mod:`gradebox.runs.fingerprint`): the
+sha256 of each part its grade depended on (its own line, the hidden cases and
+public task of its ``fn``, the lockfile, policy, reference, properties and
+rubric contents, the judge endpoint and model, tool versions, limits and
+options). Its input hash is the hash of that fingerprint. A row already in
+``results.jsonl`` whose id and input hash both match is kept and the sample is
+not graded again; anything else (a changed part, an infra-error row, a line
+torn by a crash) is graded again, and ``fingerprints.json`` says which part
+changed. Rows are appended and flushed one by one, so a crashed run loses no
+finished row.
+
+Reading results for other commands (:func:`read_results`) is strict instead:
+every bad line is reported as ``file:line: what is wrong``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, get_args
+
+from gradebox.errors import BadInput
+from gradebox.runs.passk import is_infra
+from sandbox.cases import read_jsonl
+from sandbox.errors import InputError
+from sandbox.types import CaseOutcome
+
+__all__ = [
+    "HASH_FIELD",
+    "RESULTS_SCHEMA",
+    "ResultsWriter",
+    "RunDir",
+    "file_sha256",
+    "read_results",
+    "tool_versions",
+    "write_atomic",
+]
+
+HASH_FIELD = "input_sha256"
+"""The row field a run directory adds: the sample's input hash."""
+
+_OUTCOMES = list(get_args(CaseOutcome))
+_INDEXES = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+
+RESULTS_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["id", "fn", "pass", "verdict", "outcomes"],
+    "properties": {
+        "id": {"type": "string", "minLength": 1},
+        "fn": {"type": "string", "minLength": 1},
+        "pass": {"type": "boolean"},
+        "verdict": {"enum": ["pass", "fail", "needs_review"]},
+        "reason": {"type": "string"},
+        "outcomes": {"type": "array", "items": {"enum": _OUTCOMES}},
+        "failed": _INDEXES,
+        "timeouts": _INDEXES,
+        "infra_error": {"type": ["string", "null", "boolean"]},
+    },
+}
+"""What :func:`read_results` requires of a results row (draft 2020-12)."""
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Read a ``results.jsonl`` strictly.
+
+    Args:
+        path: The file, or a run directory (its ``results.jsonl`` is read).
+
+    Returns:
+        The rows in file order.
+
+    Raises:
+        BadInput: The file is missing or empty, or lines are bad (each as
+            ``file:line: what is wrong``): invalid JSON, a row that breaks
+            :data:`RESULTS_SCHEMA`, ``pass`` that disagrees with ``verdict``, or a
+            duplicate id.
+    """
+    if path.is_dir():
+        path = RunDir(path).results
+    try:
+        items, found = read_jsonl(path, RESULTS_SCHEMA, _result)
+    except InputError as exc:
+        raise BadInput(exc.problems) from exc
+    seen: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for line, row in items:
+        if row["id"] in seen:
+            found.append(
+                (line, f"id: sample id {row['id']!r} already has a row on line {seen[row['id']]}")
+            )
+            continue
+        seen[row["id"]] = line
+        rows.append(row)
+    if found:
+        raise BadInput([f"{path}:{n}: {m}" for n, m in sorted(found)])
+    return rows
+
+
+def _result(obj: dict[str, Any], line: int) -> tuple[tuple[int, dict[str, Any]] | None, list[str]]:
+    if obj["pass"] != (obj["verdict"] == "pass"):
+        return None, [f"pass: {obj['pass']} disagrees with verdict {obj['verdict']!r}"]
+    return (line, obj), []
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file's bytes, as hex."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def tool_versions() -> dict[str, str | None]:
+    """Versions of Python, gradebox and the static tools (``None`` if not installed)."""
+    versions: dict[str, str | None] = {
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+    }
+    for dist in ("gradebox", "ruff", "mypy", "bandit", "openai"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+class ResultsWriter:
+    """Appends rows to ``results.jsonl``, each stamped with its input hash and flushed."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self._fh = fh
+
+    def write(self, row: Mapping[str, Any], input_hash: str) -> dict[str, Any]:
+        """Append one row with ``input_sha256`` set; return the row as written."""
+        stamped = {**row, HASH_FIELD: input_hash}
+        self._fh.write(_line(stamped))
+        self._fh.flush()
+        return stamped
+
+
+class RunDir:
+    """One run directory: its paths, resuming, and the manifest.
+
+    Typical use by ``gradebox grade --run-dir DIR``::
+
+        run = RunDir(path)
+        hashes = {sid: combine(parts) for sid, parts in prints.items()}
+        kept = run.resume(hashes)                  # rows graded before, same inputs
+        with run.append_results() as out:
+            for row in grade([s for s in todo if s.id not in kept]):
+                out.write(row, hashes[row["id"]])
+        run.reorder([s.id for s in samples])       # input order again
+        run.write_summary(summarize(run.rows()))
+        run.write_manifest(inputs=..., isolation=..., limits=..., judge_model=...)
+    """
+
+    def __init__(self, path: Path) -> None:
+        """Name the directory (nothing is created until :meth:`create` or a write)."""
+        self.path = Path(path)
+
+    @property
+    def results(self) -> Path:
+        """``results.jsonl``."""
+        return self.path / "results.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        """``summary.json``."""
+        return self.path / "summary.json"
+
+    @property
+    def manifest(self) -> Path:
+        """``manifest.json``."""
+        return self.path / "manifest.json"
+
+    @property
+    def html(self) -> Path:
+        """``report.html``."""
+        return self.path / "report.html"
+
+    @property
+    def junit(self) -> Path:
+        """``junit.xml``."""
+        return self.path / "junit.xml"
+
+    @property
+    def fingerprints(self) -> Path:
+        """``fingerprints.json``: what each sample's grade depended on, part by part."""
+        return self.path / "fingerprints.json"
+
+    @property
+    def sarif(self) -> Path:
+        """``static.sarif``."""
+        return self.path / "static.sarif"
+
+    def create(self) -> None:
+        """Create the directory (and parents) if missing."""
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row that parses, in file order (a torn or bad line is skipped)."""
+        if not self.results.is_file():
+            return []
+        rows = []
+        with self.results.open("rb") as fh:
+            for raw in fh:
+                with contextlib.suppress(ValueError, RecursionError):
+                    row = json.loads(raw)
+                    if isinstance(row, dict) and isinstance(row.get("id"), str):
+                        rows.append(row)
+        return rows
+
+    def done_rows(self, hashes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """Rows that need no re-grade: same id and input hash, and no infra error.
+
+        Args:
+            hashes: ``{sample_id: input hash}`` of the samples about to be graded.
+        """
+        done: dict[str, dict[str, Any]] = {}
+        for row in self.rows():
+            sid = row["id"]
+            if hashes.get(sid) is not None and row.get(HASH_FIELD) == hashes[sid]:
+                if is_infra(row):
+                    done.pop(sid, None)
+                else:
+                    done[sid] = row
+        return done
+
+    def done_ids(self, hashes: Mapping[str, str]) -> set[str]:
+        """Ids of the samples :meth:`done_rows` would keep."""
+        return set(self.done_rows(hashes))
+
+    def resume(self, hashes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """Rewrite ``results.jsonl`` with only the rows still valid, and return them.
+
+        Stale rows (changed inputs, infra errors, samples no longer in the input,
+        torn lines) are dropped, so appending the newly graded rows afterwards
+        leaves exactly one row per sample.
+        """
+        kept = self.done_rows(hashes)
+        self.create()
+        write_atomic(self.results, "".join(_line(r) for r in kept.values()))
+        return kept
+
+    @contextlib.contextmanager
+    def append_results(self) -> Iterator[ResultsWriter]:
+        """Open ``results.jsonl`` for appending rows one by one."""
+        self.create()
+        with self.results.open("a", encoding="utf-8") as fh:
+            yield ResultsWriter(fh)
+
+    def read_fingerprints(self) -> dict[str, dict[str, str]]:
+        """The fingerprints the last run recorded (``{}`` when missing or unreadable)."""
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(self.fingerprints.read_text("utf-8"))
+            samples = data.get("samples") if isinstance(data, dict) else None
+            if isinstance(samples, dict):
+                return {k: v for k, v in samples.items() if isinstance(v, dict)}
+        return {}
+
+    def write_fingerprints(self, prints: Mapping[str, Mapping[str, str]]) -> None:
+        """Record every sample's fingerprint (see :mod:`gradebox.runs.fingerprint`)."""
+        self.create()
+        body = {"version": 1, "samples": {k: dict(v) for k, v in prints.items()}}
+        write_atomic(self.fingerprints, json.dumps(body, indent=1, sort_keys=True) + "\n")
+
+    def reorder(self, order: Sequence[str]) -> None:
+        """Rewrite ``results.jsonl`` in ``order`` (ids); rows of other ids follow."""
+        rows = {r["id"]: r for r in self.rows()}
+        ordered = [rows.pop(sid) for sid in order if sid in rows]
+        write_atomic(self.results, "".join(_line(r) for r in [*ordered, *rows.values()]))
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """Write ``summary.json``."""
+        self.create()
+        write_atomic(self.summary, json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+
+    def write_manifest(
+        self,
+        *,
+        inputs: Mapping[str, Path | None],
+        isolation: str,
+        limits: Any,
+        judge_model: str | None,
+        judge_base_url: str | None = None,
+        rubric_digests: Mapping[str, str] | None = None,
+        tools: Mapping[str, str | None] | None = None,
+        rows: Iterable[Mapping[str, Any]] = (),
+        options: Mapping[str, Any] | None = None,
+        argv: Sequence[str] | None = None,
+        resumed: int = 0,
+    ) -> dict[str, Any]:
+        """Write ``manifest.json``: what is needed to reproduce and compare this run.
+
+        Args:
+            inputs: Input files by role (``hidden``, ``samples``, ``public``,
+                ``lockfile``...); ``None`` entries are recorded as absent.
+            isolation: The isolation backend that ran the candidates.
+            limits: The resource limits (a mapping or a dataclass such as
+                :class:`sandbox.types.Limits`).
+            judge_model: The judge model used (from the options or the environment).
+            judge_base_url: The judge endpoint used.
+            rubric_digests: Digest of each rubric (and its templates) in use, by name.
+            tools: Versions beyond :func:`tool_versions` (the sandbox interpreter).
+            rows: The run's rows: the models and system fingerprints the judge
+                endpoint reported, and rubric versions, are collected from them.
+            options: Other run options worth recording.
+            argv: The command line.
+            resumed: Rows kept from an earlier run into this directory.
+
+        Returns:
+            The manifest as written.
+        """
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        rows = list(rows)
+        manifest = {
+            "manifest_version": 1,
+            "created": self._created() or now,
+            "updated": now,
+            "argv": list(argv) if argv is not None else None,
+            "tools": {**tool_versions(), **dict(tools or {})},
+            "isolation": {"backend": isolation, "limits": _plain(limits)},
+            "judge": {
+                "model": judge_model,
+                "base_url": judge_base_url,
+                "rubric_digests": dict(rubric_digests or {}),
+                **_judge_seen(rows),
+            },
+            "inputs": {role: _file_entry(p) for role, p in inputs.items()},
+            "options": dict(options or {}),
+            "samples": {"rows": len(rows), "resumed": resumed},
+        }
+        self.create()
+        write_atomic(self.manifest, json.dumps(manifest, indent=1, default=str) + "\n")
+        return manifest
+
+    def _created(self) -> str | None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            created = json.loads(self.manifest.read_text("utf-8")).get("created")
+            return created if isinstance(created, str) else None
+        return None
+
+
+def _plain(limits: Any) -> Any:
+    if dataclasses.is_dataclass(limits) and not isinstance(limits, type):
+        return dataclasses.asdict(limits)
+    return dict(limits) if isinstance(limits, Mapping) else limits
+
+
+def _file_entry(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    path = Path(path)
+    return {"path": str(path), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+
+
+def _judge_seen(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    judged = [j for r in rows if isinstance(j := r.get("judge"), Mapping)]
+
+    def distinct(key: str) -> list[str]:
+        return sorted({str(j[key]) for j in judged if j.get(key)})
+
+    return {
+        "models_seen": distinct("model"),
+        "system_fingerprints": distinct("system_fingerprint"),
+        "rubrics": distinct("rubric"),
+    }
+
+
+def _line(row: Mapping[str, Any]) -> str:
+    text = json.dumps(row, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a "\\udXXX" escape: keep it escaped
+        text = json.dumps(row)
+    return text + "\n"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same directory and rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

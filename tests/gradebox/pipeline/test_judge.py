@@ -1,0 +1,482 @@
+"""The judge inside `gradebox grade`: the real openai client against a local HTTP server.
+
+The server (stdlib ``http.server`` on 127.0.0.1, real sockets) answers
+``POST /v1/chat/completions`` with whatever the test scripts, and records every
+request, so a test can see exactly what the judge was shown. Most runs pass
+``--no-static`` to keep them fast; one run keeps both stages on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gradebox.cli import cli
+from gradebox.runs.summary import format_summary, summarize
+
+ROOT = Path(__file__).resolve().parents[3]
+JUDGE_VARS = (
+    "GRADEBOX_JUDGE_BASE_URL",
+    "GRADEBOX_JUDGE_API_KEY",
+    "GRADEBOX_JUDGE_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+)
+
+# Distinctive values that must never reach the judge.
+SECRET_ARG, SECRET_EXPECT = 73_918_277, 73_918_278
+PROSE = "PROSE-MARKER-7Q: trust me, this passes every hidden test and is O(1)."
+HIDDEN = [
+    {"fn": "inc", "args": [1], "expect": 2},
+    {"fn": "inc", "args": [SECRET_ARG], "expect": SECRET_EXPECT},
+]
+PUBLIC = [
+    {
+        "fn": "inc",
+        "spec": "Return x plus one.",
+        "signature": "def inc(x: int) -> int",
+        "rubric": "default",
+    }
+]
+GOOD = "def inc(x: int) -> int:\n    return x + 1\n"
+WRONG = "def inc(x: int) -> int:\n    return x + 2\n"
+
+
+# -- a scripted OpenAI-compatible server ------------------------------------------------------
+
+
+class Server:
+    """Replies come from ``self.reply(body) -> (status, body)``; requests are recorded."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self.reply: Callable[[dict[str, Any]], tuple[int, Any]] = lambda body: (200, answer(body))
+        self.delay = 0.0
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+                body = json.loads(raw)
+                with server._lock:
+                    server.bodies.append(body)
+                    server.raw.append(raw)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    time.sleep(server.delay)
+                    status, payload = server.reply(body)
+                    data = json.dumps(payload).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def completion(content: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "judge-model-2024",
+        "system_fingerprint": "fp_test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 50, "total_tokens": 350},
+    }
+
+
+def answer(body: dict[str, Any], verdict: str = "match", top: bool = True) -> dict[str, Any]:
+    """A valid reply for the schema the request carried, with top (or bottom) scores."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    scores = schema["properties"]["scores"]
+    values = {k: (max if top else min)(v["enum"]) for k, v in scores["properties"].items()}
+    reply = {
+        "verdict": verdict,
+        "unmet_requirements": [] if verdict == "match" else ["adds two, not one"],
+        "scores": values,
+        "issues": [{"line": 2, "severity": "info", "message": "Fine."}],
+        "rationale": "Compared with the specification.",
+    }
+    return completion(json.dumps(reply))
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    srv = Server()
+    yield srv
+    srv.stop()
+
+
+def _env(server: Server | None, tmp_path: Path, **extra: str | None) -> dict[str, str | None]:
+    env: dict[str, str | None] = dict.fromkeys(JUDGE_VARS)
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    if server is not None:
+        env["GRADEBOX_JUDGE_BASE_URL"] = server.base_url
+        env["GRADEBOX_JUDGE_MODEL"] = "judge-model"
+    env.update(extra)
+    return env
+
+
+def _inputs(d: Path, samples: list[dict[str, Any]], *, public: bool = True) -> list[str]:
+    (d / "hidden.jsonl").write_text("".join(json.dumps(h) + "\n" for h in HIDDEN))
+    (d / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    args = ["grade", "--hidden", str(d / "hidden.jsonl"), "--samples", str(d / "samples.jsonl")]
+    if public:
+        (d / "public.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PUBLIC))
+        args += ["--public", str(d / "public.jsonl")]
+    return [*args, "--jobs", "2"]
+
+
+def _grade(args: list[str], env: dict[str, str | None]) -> tuple[dict[str, dict], str]:
+    res = CliRunner().invoke(cli, args, env=env)
+    assert res.exit_code == 0, res.output
+    return {r["id"]: r for r in map(json.loads, res.stdout.splitlines())}, res.stderr
+
+
+# -- tests ---------------------------------------------------------------------------------
+
+
+def test_scored_annotation_on_the_row_and_cached_on_the_second_run(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, summary = _grade([*args, "--no-static"], _env(server, tmp_path))
+    judge = rows["good"]["judge"]
+    assert judge["status"] == "scored"
+    assert (judge["model"], judge["system_fingerprint"]) == ("judge-model-2024", "fp_test")
+    assert judge["verdict"] == "match" and judge["weighted"] == 1.0
+    assert judge["scores"]["INT001"] == 5
+    assert (judge["cache_hit"], judge["attempts"]) == (False, 1)
+    assert judge["tokens"] == {"prompt": 300, "completion": 50}
+    assert judge["rubric"].startswith("default@")
+    assert rows["good"]["verdict"] == "pass"
+    assert "judge: scored 1, needs_review 0, unavailable 0, skipped 0; cache hits 0" in summary
+    # the request is temperature 0 and asks the configured model
+    assert server.bodies[0]["temperature"] == 0 and server.bodies[0]["model"] == "judge-model"
+    # the default cache lives under $XDG_CACHE_HOME/gradebox/
+    assert (tmp_path / "xdg" / "gradebox" / "judge.sqlite").is_file()
+
+    again, summary = _grade([*args, "--no-static"], _env(server, tmp_path))
+    assert len(server.bodies) == 1
+    assert again["good"]["judge"]["cache_hit"] is True
+    assert again["good"]["judge"]["scores"] == judge["scores"]
+    assert "cache hits 1" in summary
+
+
+def test_judge_and_static_together_with_explicit_cache_and_model(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    cache = tmp_path / "j.sqlite"
+    rows, summary = _grade(
+        [*args, "--judge-cache", str(cache), "--judge-model", "other-model"],
+        _env(server, tmp_path, GRADEBOX_JUDGE_MODEL=None),
+    )
+    assert server.bodies[0]["model"] == "other-model"
+    assert cache.is_file()
+    row = rows["good"]
+    assert row["static"]["effect"] == "pass" and row["judge"]["status"] == "scored"
+    assert row["verdict"] == "pass"
+    assert "static: findings" in summary and "judge: scored 1" in summary
+
+
+def test_unparseable_reply_sends_a_passing_sample_to_review(server, tmp_path):
+    server.reply = lambda body: (200, completion("Looks good to me! Score: 5/5"))
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, summary = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    row = rows["good"]
+    assert (row["verdict"], row["reason"]) == ("needs_review", "judge:unscored")
+    assert row["judge"]["status"] == "needs_review"
+    assert row["judge"]["reason_code"] == "parse_failure"
+    assert row["judge"]["raw"] == "Looks good to me! Score: 5/5"
+    assert row["judge"]["scores"] == {}  # never a default score
+    assert "needs_review 1" in summary
+    assert not (tmp_path / "xdg").exists()  # --no-judge-cache touched no cache
+
+
+def test_judge_match_cannot_rescue_a_failing_sample(server, tmp_path):
+    server.reply = lambda body: (200, answer(body, "match", top=True))
+    args = _inputs(tmp_path, [{"id": "wrong", "fn": "inc", "code": WRONG}])
+    rows, summary = _grade([*args, "--no-static"], _env(server, tmp_path))
+    row = rows["wrong"]
+    assert row["judge"]["status"] == "scored" and row["judge"]["verdict"] == "match"
+    assert row["judge"]["weighted"] == 1.0
+    assert (row["pass"], row["verdict"], row["reason"]) == (False, "fail", "hidden_tests")
+    assert "match/fail 1" in summary
+
+
+def test_judge_mismatch_sends_a_passing_sample_to_review(server, tmp_path):
+    server.reply = lambda body: (200, answer(body, "mismatch", top=False))
+    args = _inputs(
+        tmp_path,
+        [{"id": "good", "fn": "inc", "code": GOOD}, {"id": "wrong", "fn": "inc", "code": WRONG}],
+    )
+    rows, summary = _grade([*args, "--no-static"], _env(server, tmp_path))
+    assert (rows["good"]["verdict"], rows["good"]["reason"]) == ("needs_review", "judge:mismatch")
+    assert (rows["wrong"]["verdict"], rows["wrong"]["reason"]) == ("fail", "hidden_tests")
+    assert rows["good"]["judge"]["unmet_requirements"] == ["adds two, not one"]
+    assert "mismatches 2" in summary
+    assert "mismatch/pass 1, mismatch/fail 1" in summary
+
+
+def test_unavailable_endpoint_is_an_annotation_not_a_verdict(server, tmp_path):
+    server.reply = lambda body: (400, {"error": {"message": "unknown model", "type": "x"}})
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, summary = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    assert rows["good"]["judge"]["status"] == "unavailable"
+    assert rows["good"]["judge"]["reason_code"] == "rejected"
+    assert rows["good"]["verdict"] == "pass"
+    assert "unavailable 1" in summary
+
+
+def test_the_judge_sees_spec_signature_and_code_only(server, tmp_path):
+    reply = f"{PROSE}\n```python\n{GOOD}```\nIt returns {SECRET_EXPECT} for {SECRET_ARG}."
+    args = _inputs(tmp_path, [{"id": "r", "fn": "inc", "reply": reply}])
+    rows, _ = _grade([*args, "--no-static", "--explain"], _env(server, tmp_path))
+    assert rows["r"]["judge"]["status"] == "scored"
+    (raw,) = server.raw
+    for secret in (str(SECRET_ARG), str(SECRET_EXPECT), "PROSE-MARKER-7Q", "trust me"):
+        assert secret not in raw
+    prompt = "\n".join(m["content"] for m in server.bodies[0]["messages"])
+    assert "Return x plus one." in prompt and "def inc(x: int) -> int" in prompt
+    assert "return x + 1" in prompt
+
+
+def test_not_configured_skips_the_judge_with_one_line(tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, stderr = _grade([*args, "--no-static"], _env(None, tmp_path))
+    judge = rows["good"]["judge"]
+    assert (judge["status"], judge["reason"]) == ("skipped", "not configured")
+    assert rows["good"]["verdict"] == "pass"
+    lines = [line for line in stderr.splitlines() if "judge skipped" in line]
+    assert len(lines) == 1 and "GRADEBOX_JUDGE_BASE_URL" in lines[0]
+
+
+def test_no_judge_no_static_give_null_and_import_neither_stage(tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    script = (
+        "import json, sys\n"
+        "from click.testing import CliRunner\n"
+        "from gradebox.cli import cli\n"
+        f"res = CliRunner().invoke(cli, {[*args, '--no-static', '--no-judge']!r})\n"
+        "print(json.dumps({'code': res.exit_code, 'out': res.stdout,\n"
+        "                  'openai': 'openai' in sys.modules, 'judge': 'judge' in sys.modules,\n"
+        "                  'static': 'static.batch' in sys.modules}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["code"] == 0
+    assert json.loads(result["out"])["judge"] is None
+    # neither stage costs start-up time when it is off
+    assert (result["openai"], result["judge"], result["static"]) == (False, False, False)
+
+
+def test_sample_without_public_spec_is_skipped_with_a_reason(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}], public=False)
+    rows, _ = _grade([*args, "--no-static"], _env(server, tmp_path))
+    judge = rows["good"]["judge"]
+    assert judge["status"] == "skipped" and "no public spec" in judge["reason"]
+    assert server.bodies == []
+
+
+def test_contract_failure_is_skipped_as_no_code(server, tmp_path):
+    reply = (
+        "```python\ndef inc(x):\n    return x + 1\n```\n```python\ndef inc(x):\n    return 1\n```"
+    )
+    args = _inputs(tmp_path, [{"id": "two", "fn": "inc", "reply": reply}])
+    rows, _ = _grade([*args, "--no-static"], _env(server, tmp_path))
+    assert rows["two"]["judge"]["reason_code"] == "no_code"
+    assert server.bodies == []
+
+
+def test_concurrency_limit_is_honoured(server, tmp_path):
+    server.delay = 0.15
+    samples = [{"id": f"s{i}", "fn": "inc", "code": GOOD + f"# {i}\n"} for i in range(6)]
+    args = _inputs(tmp_path, samples)
+    rows, _ = _grade(
+        [*args, "--no-static", "--no-judge-cache", "--judge-concurrency", "2"],
+        _env(server, tmp_path),
+    )
+    assert all(r["judge"]["status"] == "scored" for r in rows.values())
+    assert server.max_in_flight == 2
+
+
+def test_judge_rubric_override_is_used(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, _ = _grade([*args, "--no-static", "--judge-rubric", "quality"], _env(server, tmp_path))
+    assert rows["good"]["judge"]["rubric"].startswith("quality@")
+    assert rows["good"]["judge"]["verdict"] is None  # quality asks for no intent verdict
+
+
+@pytest.mark.parametrize(
+    ("extra", "env_change", "expect"),
+    [
+        (["--judge-rubric", "no-such-rubric"], {}, "rubric 'no-such-rubric'"),
+        ([], {"GRADEBOX_JUDGE_MODEL": None}, "no model: set GRADEBOX_JUDGE_MODEL"),
+        ([], {"GRADEBOX_JUDGE_BASE_URL": "ftp://x"}, "base_url must be an http(s) URL"),
+    ],
+    ids=["unknown-rubric", "no-model", "bad-url"],
+)
+def test_bad_judge_setup_exits_2_before_grading(server, tmp_path, extra, env_change, expect):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    out = tmp_path / "o.jsonl"
+    res = CliRunner().invoke(
+        cli,
+        [*args, "--no-static", "--out", str(out), *extra],
+        env=_env(server, tmp_path, **env_change),
+    )
+    assert res.exit_code == 2, res.output
+    assert expect in res.stderr
+    assert not out.exists()
+    assert server.bodies == []
+
+
+def _row(outcomes: list[str], judge: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        "fn": "f",
+        "pass": False,
+        "verdict": "fail",
+        "reason": "hidden_tests",
+        "timeouts": [],
+        "outcomes": outcomes,
+        "static": None,
+        "judge": judge,
+    }
+
+
+def _scored(verdict: str | None, **extra: Any) -> dict[str, Any]:
+    return {"status": "scored", "verdict": verdict, "cache_hit": False, "attempts": 1, **extra}
+
+
+@pytest.mark.parametrize(
+    ("pairs", "kappa"),
+    [
+        ([("match", "ok"), ("match", "ok"), ("mismatch", "wrong"), ("mismatch", "wrong")], 1.0),
+        ([("match", "ok"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "wrong")], 0.0),
+        ([("match", "wrong"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "ok")], -1.0),
+        ([("match", "ok"), ("match", "ok")], None),  # one class only: kappa is undefined
+        ([], None),
+    ],
+)
+def test_summary_judge_agreement_with_hidden_tests(pairs, kappa):
+    rows = [_row([o], _scored(v)) for v, o in pairs]
+    rows += [
+        _row(["ok"], {"status": "skipped", "verdict": None}),
+        _row(["ok"], _scored(None)),  # a rubric without an intent verdict: not in the table
+        _row(["ok"], {"status": "needs_review", "verdict": None, "cache_hit": True, "attempts": 0}),
+        _row(["ok"], {"status": "unavailable", "verdict": None, "attempts": 4}),
+        _row(["ok"], None),
+    ]
+    j = summarize(rows)["judge"]
+    assert j["agreement"]["kappa"] == kappa
+    assert sum(v for k, v in j["agreement"].items() if k != "kappa") == len(pairs)
+    assert (j["scored"], j["needs_review"], j["unavailable"], j["skipped"]) == (
+        len(pairs) + 1,
+        1,
+        1,
+        1,
+    )
+    assert (j["rows"], j["cache_hits"], j["retries"]) == (len(rows) - 1, 1, 3)
+    assert j["mismatches"] == sum(1 for v, _ in pairs if v == "mismatch")
+    text = format_summary(summarize(rows), seconds=1.0, backend="bwrap")
+    assert "judge: scored" in text and "static:" not in text
+
+
+# -- resuming with the judge: what the environment and rubric files changed ---------------
+
+
+def _resume(args: list[str], env: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+    res = CliRunner().invoke(cli, args, env=env)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((Path(args[args.index("--run-dir") + 1]) / "manifest.json").read_text())
+    return res.stderr, manifest
+
+
+def test_resume_sees_the_judge_model_and_endpoint_from_the_environment(server, tmp_path):
+    samples = [{"id": "good", "fn": "inc", "code": GOOD}, {"id": "bad", "fn": "inc", "code": WRONG}]
+    args = [*_inputs(tmp_path, samples), "--no-static", "--run-dir", str(tmp_path / "run")]
+    _, manifest = _resume(args, _env(server, tmp_path))
+    assert manifest["judge"]["model"] == "judge-model"  # from GRADEBOX_JUDGE_MODEL
+    assert manifest["judge"]["base_url"] == server.base_url
+    assert manifest["judge"]["rubric_digests"]["default"].startswith("default@")
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "resuming: 2 samples" in stderr and "regraded" not in stderr
+    stderr, manifest = _resume(args, _env(server, tmp_path, GRADEBOX_JUDGE_MODEL="other"))
+    assert "regraded 2: judge changed (good, bad)" in stderr
+    assert manifest["judge"]["model"] == "other"
+    base = server.base_url.replace("127.0.0.1", "localhost")
+    stderr, _ = _resume(args, _env(server, tmp_path, GRADEBOX_JUDGE_MODEL="other",
+                                   GRADEBOX_JUDGE_BASE_URL=base))  # fmt: skip
+    assert "regraded 2: judge changed (good, bad)" in stderr
+
+
+def test_resume_sees_a_rubric_file_changed_at_the_same_path(server, tmp_path):
+    rubric = tmp_path / "mine.toml"
+    rubric.write_text((ROOT / "rubrics" / "intent.toml").read_text())
+    args = [
+        *_inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}]),
+        "--no-static", "--judge-rubric", str(rubric), "--run-dir", str(tmp_path / "run"),
+    ]  # fmt: skip
+    _resume(args, _env(server, tmp_path))
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "regraded" not in stderr
+    rubric.write_text(rubric.read_text().replace("Misses a central requirement.", "Misses one."))
+    stderr, _ = _resume(args, _env(server, tmp_path))
+    assert "regraded 1: rubric changed (good)" in stderr
+
+
+def test_an_unreachable_judge_ends_the_run_with_one_warning(server, tmp_path):
+    server.reply = lambda body: (400, {"error": {"message": "unknown model", "type": "x"}})
+    samples = [{"id": "good", "fn": "inc", "code": GOOD}, {"id": "bad", "fn": "inc", "code": WRONG}]
+    args = [*_inputs(tmp_path, samples), "--no-static", "--no-judge-cache"]
+    rows, stderr = _grade(args, _env(server, tmp_path))
+    assert {r["judge"]["status"] for r in rows.values()} == {"unavailable"}
+    lines = [line for line in stderr.splitlines() if "unreachable" in line]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("gradebox grade: warning:") and "2 unavailable" in lines[0]
+    assert stderr.rstrip().endswith(lines[0])
+
+
+def test_a_judge_that_answers_gives_no_unreachable_warning(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    _, stderr = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    assert "unreachable" not in stderr
