@@ -21,8 +21,15 @@ Rule ``GBX201`` (low) flags a patch that rewrites most of a file to change
 little: the larger version has at least ``min_lines`` lines (default 10),
 ``rewritten_ratio > max_rewritten`` (default 0.5), and ``normalized_ratio <=
 max_normalized`` (default 0.2). A large rewrite that really changes most of the
-code is not flagged (that may be the task); neither is any file that does not
-parse, since its real change cannot be measured.
+code is not flagged by ``GBX201``; neither is any file that does not parse,
+since its real change cannot be measured.
+
+Rule ``GBX202`` (low) flags a rewrite whatever it changes: the larger version
+has at least ``min_lines`` lines and ``rewritten_ratio > max_rewrite`` (default
+0.6), and ``GBX201`` did not fire. Reviewers reject rewrites that did not need
+to be rewrites even when the code really changed (a 90% rewrite of a 40-line
+function to change one behaviour); the patch gate applies the same rule per
+file. A task whose point is a rewrite raises ``max_rewrite`` to 1.0.
 
 This module uses only the standard library and imports no other layer.
 """
@@ -46,6 +53,7 @@ def check(
     min_lines: int = 10,
     max_rewritten: float = 0.5,
     max_normalized: float = 0.2,
+    max_rewrite: float = 0.6,
 ) -> tuple[dict[str, Any], list[Finding]]:
     """Measure the patch from ``original`` to ``code`` and flag gratuitous rewrites.
 
@@ -56,9 +64,10 @@ def check(
         min_lines: Smallest file (the larger of the two versions) that can be flagged.
         max_rewritten: ``rewritten_ratio`` above this is a rewrite.
         max_normalized: ``normalized_ratio`` at or below this is a small change.
+        max_rewrite: ``rewritten_ratio`` above this is ``GBX202`` whatever changed.
 
     Returns:
-        The metrics (``{}`` without an original) and a ``GBX201`` finding or none.
+        The metrics (``{}`` without an original) and a ``GBX201`` or ``GBX202`` finding, or none.
     """
     if original is None:
         return {}, []
@@ -78,7 +87,8 @@ def check(
         kept = _line_counts(a, b)["unchanged"]
         metrics["normalized_changed_lines"] = max(len(a), len(b)) - kept
         metrics["normalized_ratio"] = _ratio(kept, len(a), len(b))
-    return metrics, _findings(metrics, min_lines, max_rewritten, max_normalized)
+    found = _findings(metrics, min_lines, max_rewritten, max_normalized)
+    return metrics, found or _rewrite(metrics, min_lines, max_rewrite)
 
 
 def _line_counts(old: list[str], new: list[str]) -> dict[str, int]:
@@ -132,3 +142,14 @@ def _findings(
         "keep unrelated lines as they were"
     )
     return [Finding("diff", "GBX201", "low", metrics["first_changed_line"], 0, message)]
+
+
+def _rewrite(metrics: dict[str, Any], min_lines: int, max_rewrite: float) -> list[Finding]:
+    size = max(metrics["original_lines"], metrics["lines"])
+    if size < min_lines or metrics["rewritten_ratio"] <= max_rewrite:
+        return []
+    message = (
+        f"patch rewrites {metrics['rewritten_ratio']:.0%} of a {size}-line file "
+        f"({size - metrics['unchanged']} lines): change what the task needs and keep the rest"
+    )
+    return [Finding("diff", "GBX202", "low", metrics["first_changed_line"], 0, message)]

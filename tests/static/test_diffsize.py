@@ -78,12 +78,23 @@ def test_line_ending_rewrite_counts_textually_but_not_as_code() -> None:
     assert [f.rule for f in findings] == ["GBX201"]
 
 
-def test_a_real_rewrite_is_not_flagged() -> None:
+def test_a_real_rewrite_is_not_gratuitous_but_still_a_rewrite() -> None:
     rewritten = "".join(f"def g{i}(y):\n    return y * {i} - 1\n" for i in range(10))
     metrics, findings = check(rewritten, ORIGINAL)
     assert metrics["rewritten_ratio"] == 1.0
     assert metrics["normalized_ratio"] > 0.2
-    assert findings == []
+    assert [f.rule for f in findings] == ["GBX202"]
+    assert check(rewritten, ORIGINAL, max_rewrite=1.0)[1] == []
+
+
+def test_rewriting_a_40_line_function_to_change_one_behaviour_is_flagged() -> None:
+    body = "".join(f"    total = total + items[{i}] * {i}\n" for i in range(38))
+    original = f"def score(items):\n    total = 0\n{body}"
+    renamed = original.replace("total", "acc").replace("items", "xs") + "    return acc\n"
+    metrics, findings = check(renamed, original)
+    assert metrics["rewritten_ratio"] > 0.9
+    assert [f.rule for f in findings] == ["GBX202"]
+    assert findings[0].message.startswith("patch rewrites 100% of a 41-line file (41 lines)")
 
 
 def test_small_files_are_not_flagged() -> None:
