@@ -41,20 +41,23 @@ from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gradebox.runs.diff import diff_runs
 from gradebox.runs.summary import summarize
-from gradebox.service.auth import Principal, authenticate
-from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body, read_body
+from gradebox.service.admin import admin_routes
+from gradebox.service.auth import Principal
+from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_body
 from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfig
+from gradebox.service.deps import Admin, Who, body
+from gradebox.service.feedback import feedback_routes
 from gradebox.service.grading import GradingService, Outcome
 from gradebox.service.metrics import CONTENT_TYPE, RequestMetrics
 from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.rows import shown
+from gradebox.service.rubricdata import loader_problem, rubric_name_ok
 from gradebox.service.state import ServiceState
 from gradebox.service.store import QuotaExceeded, RunInfo
 from gradebox.service.validate import CheckedTask, check_samples, check_task, sample_from_json
@@ -67,7 +70,6 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 _log = logging.getLogger("gradebox.service")
-_bearer = HTTPBearer(auto_error=False, description="A token from `gradebox token create`.")
 
 
 def create_app(
@@ -121,6 +123,8 @@ def create_app(
     _task_routes(app, state)
     _grade_routes(app, state)
     _run_routes(app, state)
+    admin_routes(app, state)
+    feedback_routes(app, state)
     return app
 
 
@@ -133,35 +137,8 @@ async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": "internal error"}, status_code=500)
 
 
-def _state(request: Request) -> ServiceState:
-    state: ServiceState = request.app.state.service
-    return state
-
-
-def _principal(
-    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> Principal:
-    header = f"Bearer {creds.credentials}" if creds is not None else None
-    who = authenticate(_state(request).store, header)
-    if who is None:
-        raise ApiError(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
-    return who
-
-
-def _admin(who: Annotated[Principal, Depends(_principal)]) -> Principal:
-    if not who.is_admin:
-        raise ApiError(403, "forbidden")
-    return who
-
-
-Who = Annotated[Principal, Depends(_principal)]
-"""Any valid token."""
-Admin = Annotated[Principal, Depends(_admin)]
-"""An admin token (403 for a grader token)."""
-
-
 async def _body(request: Request, state: ServiceState) -> bytes:
-    return await read_body(request, state.config.max_body_bytes, state.config.body_timeout_s)
+    return await body(request, state)
 
 
 def _ready(state: ServiceState) -> GradingService:
@@ -237,7 +214,7 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
         """Grade one sample now and return its row, as far as the task's disclosure allows."""
         grading = _ready(state)
         raw = await _body(request, state)
-        sample, layers = await off_loop(_one_sample, state, raw, limiter=state.parsers)
+        sample, layers = await off_loop(_one_sample, state, raw, who, limiter=state.parsers)
         wanted = {sample["fn"]: 1}
         state.rate.take(who.token_id, wanted)
         try:
@@ -316,32 +293,37 @@ def _checked_task(state: ServiceState, fn: str, raw: bytes) -> CheckedTask:
 
 
 def _rubric_loads(state: ServiceState, name: Any) -> None:
-    """With a judge configured, a task's rubric must load now, not fail every grade later."""
-    if state.judge_stage is None or not isinstance(name, str):
+    """A task's rubric must be a built-in or stored one, and load now, not fail grades later."""
+    if name is None:
+        return
+    if not isinstance(name, str) or not rubric_name_ok(name) or not state.rubrics.known(name):
+        message = "no rubric of this name: a built-in one or one stored with PUT /v1/rubrics"
+        raise ApiError(422, "invalid task", [Problem("/public/rubric", message)])
+    if state.judge_stage is None:
         return
     from rubrics import RubricError  # noqa: PLC0415 - with the judge only
 
     try:
-        state.judge_stage.judge.rubric(name)
+        state.judge_stage.judge.rubric(state.rubrics.path(name))
     except RubricError as exc:
-        problems = [Problem("/public/rubric", str(p)[:300]) for p in exc.problems]
+        problems = [Problem("/public/rubric", loader_problem(p).message) for p in exc.problems]
         raise ApiError(422, "invalid task", problems) from exc
 
 
-def _one_sample(state: ServiceState, raw: bytes) -> tuple[dict[str, Any], Layers]:
+def _one_sample(state: ServiceState, raw: bytes, who: Principal) -> tuple[dict[str, Any], Layers]:
     """Parse and check a grade body (in a worker thread): the sample and its layers."""
     body = parse_json(raw, Budget(state.config.parse_budget_s))
     layers = None
     if isinstance(body, dict):
         layers = _layers(state, body.pop("static", None), body.pop("judge", None), "/")
     [sample] = check_samples([body], numbered=False)
-    _known_tasks(state, [sample], numbered=False)
+    _known_tasks(state, [sample], who, numbered=False)
     _short_enough(state, [sample], numbered=False)
     assert layers is not None  # noqa: S101 - check_samples refused anything but an object
     return sample, layers
 
 
-def _run_samples(state: ServiceState, raw: bytes) -> list[dict[str, Any]]:
+def _run_samples(state: ServiceState, raw: bytes, who: Principal) -> list[dict[str, Any]]:
     """Parse and check a run body (in a worker thread), stopping one sample past the cap."""
     c = state.config
     budget = Budget(c.parse_budget_s)
@@ -349,7 +331,7 @@ def _run_samples(state: ServiceState, raw: bytes) -> list[dict[str, Any]]:
     if not items:
         raise ApiError(422, "no samples", [Problem("", "must hold at least one sample")])
     samples = check_samples(items, numbered=True, tick=budget.tick)
-    _known_tasks(state, samples, numbered=True)
+    _known_tasks(state, samples, who, numbered=True)
     _short_enough(state, samples, numbered=True)
     return samples
 
@@ -366,8 +348,14 @@ def _short_enough(state: ServiceState, samples: list[dict[str, Any]], *, numbere
         raise ApiError(422, "sample too long", problems)
 
 
-def _known_tasks(state: ServiceState, samples: list[dict[str, Any]], *, numbered: bool) -> None:
-    known = state.store.task_names({s["fn"] for s in samples})
+def _known_tasks(
+    state: ServiceState, samples: list[dict[str, Any]], who: Principal, *, numbered: bool
+) -> None:
+    """422 for a task that is not registered or that this token may not use.
+
+    Both answer the same, so a scoped token cannot tell which tasks exist.
+    """
+    known = {fn for fn in state.store.task_names({s["fn"] for s in samples}) if who.may_use(fn)}
     problems = [
         Problem(f"/{i}/fn" if numbered else "/fn", "no task of this name is registered")
         for i, s in enumerate(samples)
@@ -411,7 +399,7 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         layers = _layers(state, static, judge, "?")
         _queue_space(state, who.token_id)  # before reading: a full queue costs no parsing
         raw = await _body(request, state)
-        samples = await off_loop(_run_samples, state, raw, limiter=state.parsers)
+        samples = await off_loop(_run_samples, state, raw, who, limiter=state.parsers)
         wanted = Counter(s["fn"] for s in samples)
         state.rate.take(who.token_id, wanted)
         run_id = secrets.token_hex(12)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -55,12 +56,16 @@ from sandbox.runner import Sandbox
 if TYPE_CHECKING:
     from gradebox.pipeline.static import StaticStage
     from gradebox.service.judging import JudgeService
+    from gradebox.service.rubricdata import RubricFiles
     from gradebox.service.static import StaticService
 
 __all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_row"]
 
 PENDING_REASON = "the judge is still running; read the row again later"
 """The ``reason`` of a pending judge annotation."""
+
+_GRADERS_KEPT = 512
+"""Graders kept (one per task revision in use), least recently used dropped first."""
 
 Row = dict[str, Any]
 StoreRow = Callable[[Row], Any]
@@ -98,12 +103,14 @@ class GradingService:
         metrics: Metrics,
         static: StaticService | None = None,
         judge: JudgeService | None = None,
+        rubrics: RubricFiles | None = None,
     ) -> None:
         """Grade in ``sandbox`` and ``front`` (the caller starts and closes all of them).
 
         The server's limits apply unless a task lowers them. Synchronous grades
         hold ``lanes`` while in extract, gate and the sandbox; ``metrics`` counts.
-        Without ``static`` or ``judge`` those layers are off on this server.
+        Without ``static`` or ``judge`` those layers are off on this server. The
+        judge reads a task's rubric from ``rubrics`` when it is a stored one.
         """
         self._store = store
         self._sandbox = sandbox
@@ -111,17 +118,30 @@ class GradingService:
         self._config = config
         self.static = static
         self.judge = judge
+        self._rubrics = rubrics
         self._lanes = lanes
         self._metrics = metrics
-        self._graders: dict[str, _TaskGrader] = {}
+        self._graders: OrderedDict[tuple[str, int], _TaskGrader] = OrderedDict()
         self._lock = threading.Lock()
 
-    def grade(self, sample: Sample, layers: Layers, *, lane: Lane = "sync") -> Outcome:
-        """Grade one sample with the layers asked for (an infra row if its task is gone)."""
-        found = self._task(sample.fn)
+    def grade(
+        self, sample: Sample, layers: Layers, *, lane: Lane = "sync", revision: int | None = None
+    ) -> Outcome:
+        """Grade one sample with the layers asked for (an infra row if its task is gone).
+
+        ``revision`` is the task revision to grade against (a run's, pinned when it
+        was submitted); ``None``: the current one. The row records it as
+        ``task_revision``.
+        """
+        found = self._task(sample.fn, revision)
         if found is None:
             row = self.finish(infra_row(sample, "task is not registered"), "verdict")
             return self._counted(Outcome(row), lane)
+        outcome = self._grade(found, sample, layers, lane)
+        outcome.row["task_revision"] = found.revision
+        return outcome
+
+    def _grade(self, found: _TaskGrader, sample: Sample, layers: Layers, lane: Lane) -> Outcome:
         if lane == "sync":
             with self._lanes.sync():
                 graded = self._tests(found, sample, lane)
@@ -139,6 +159,7 @@ class GradingService:
         later = None
         judge = self.judge
         if layers.judge != "off" and judge is not None:
+            graded = self._with_rubric(graded)
             upfront = judge.upfront(graded)
             if upfront is not None:
                 notes["judge"] = upfront
@@ -148,8 +169,18 @@ class GradingService:
                 from judge import JudgeResult  # noqa: PLC0415 - loaded with the judge
 
                 notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
-                later = self._later(judge, graded, notes, found.disclosure, lane)
+                later = self._later(judge, graded, notes, found.disclosure, lane, found.revision)
         return self._counted(Outcome(self._row(graded, notes, found.disclosure), later), lane)
+
+    def _with_rubric(self, graded: Graded) -> Graded:
+        """``graded`` with its task's rubric as the file the judge loads (a stored rubric)."""
+        public = graded.public
+        if self._rubrics is None or public is None:
+            return graded
+        path = self._rubrics.path(public.rubric)
+        if path == public.rubric:
+            return graded
+        return replace(graded, public=replace(public, rubric=path))
 
     def _tests(self, found: _TaskGrader, sample: Sample, lane: Lane) -> Graded | str:
         """Extract, gate and the hidden cases; a message when extract and gate failed."""
@@ -184,11 +215,13 @@ class GradingService:
         notes: dict[str, Annotation],
         disclosure: str,
         lane: Lane,
+        revision: int,
     ) -> Callable[[StoreRow], None]:
         def start(store_row: StoreRow) -> None:
             def done(note: Annotation) -> None:
                 self._judged(note, lane)
-                store_row(self._row(graded, {**notes, "judge": note}, disclosure))
+                row = self._row(graded, {**notes, "judge": note}, disclosure)
+                store_row(row | {"task_revision": revision})
 
             judge.later(graded, done)
 
@@ -200,15 +233,18 @@ class GradingService:
         row["disclosure"] = disclosure or "verdict"
         return row
 
-    def _task(self, fn: str) -> _TaskGrader | None:
-        revision = self._store.task_revision(fn)
+    def _task(self, fn: str, revision: int | None) -> _TaskGrader | None:
         if revision is None:
-            return None
+            revision = self._store.task_revision(fn)
+            if revision is None:
+                return None
+        key = (fn, revision)
         with self._lock:
-            cached = self._graders.get(fn)
-            if cached is not None and cached.revision == revision:
+            cached = self._graders.get(key)
+            if cached is not None:
+                self._graders.move_to_end(key)
                 return cached
-        stored = self._store.task(fn)
+        stored = self._store.task(fn, revision)
         if stored is None:
             return None
         task = build_task(fn, stored.public, stored.hidden)
@@ -218,5 +254,7 @@ class GradingService:
             stored.revision, Grader(self._sandbox, {fn: task}, config), stored.disclosure, static
         )
         with self._lock:
-            self._graders[fn] = built
+            self._graders[key] = built
+            while len(self._graders) > _GRADERS_KEPT:
+                self._graders.popitem(last=False)
         return built

@@ -25,11 +25,11 @@ class Problem:
     """One thing wrong with a request."""
 
     pointer: str
-    """JSON pointer into the body (``""`` is the whole body), or the path parameter's name."""
+    """JSON pointer into the body (``""`` is the whole body), or the parameter's name."""
     message: str
     """What is wrong; never a value from the body."""
-    where: Literal["body", "path"] = "body"
-    """Body or path."""
+    where: Literal["body", "path", "query"] = "body"
+    """Body, path, or query parameter."""
     line: int | None = None
     """For JSON syntax errors and JSON Lines: the line (1-based)."""
     column: int | None = None

@@ -16,6 +16,7 @@ from gradebox.service.lanes import Lanes
 from gradebox.service.metrics import Metrics
 from gradebox.service.problems import ApiError
 from gradebox.service.quota import GradeSlots, RateLimiter
+from gradebox.service.rubricdata import RubricFiles
 from gradebox.service.static import StaticService
 from gradebox.service.store import Store
 from gradebox.service.worker import RunWorker
@@ -54,6 +55,7 @@ class ServiceState:
         self._sandbox: Sandbox | None = None
         self._grading: GradingService | None = None
         self._store: Store | None = None
+        self._rubrics: RubricFiles | None = None
         self._worker: RunWorker | None = None
         self._closing = False
         self._lock = threading.Lock()
@@ -88,6 +90,13 @@ class ServiceState:
         return self._store
 
     @property
+    def rubrics(self) -> RubricFiles:
+        """Stored rubrics (open while the app runs)."""
+        if self._rubrics is None:
+            raise ApiError(503, "not ready")
+        return self._rubrics
+
+    @property
     def grading(self) -> GradingService | None:
         """The grader, once the sandbox passed its self-check; ``None`` before (fail closed)."""
         return self._grading
@@ -118,6 +127,7 @@ class ServiceState:
         The sandbox opens (and checks its isolation) in the background.
         """
         self._store = Store(self.config.db)
+        self._rubrics = RubricFiles(self._store)
         _settle_pending(self._store)
         if self._judge_stage is not None:
             from gradebox.service.judging import JudgeService  # noqa: PLC0415 - loads openai
@@ -185,6 +195,7 @@ class ServiceState:
             metrics=self.metrics,
             static=self._static,
             judge=self._judge,
+            rubrics=self._rubrics,
         )
         _log.info("sandbox ready (isolation: %s)", sandbox.backend)
         if self._worker is not None:
@@ -209,6 +220,8 @@ class ServiceState:
             self._static.close()
         if self._sandbox is not None and self._given is None:
             self._sandbox.close()
+        if self._rubrics is not None:
+            self._rubrics.close()
         if self._store is not None:
             self._store.close()
 

@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["QuotaExceeded", "RunInfo", "RunStatus", "Store", "StoredTask", "TokenRecord"]
+__all__ = [
+    "QuotaExceeded",
+    "RunInfo",
+    "RunStatus",
+    "Store",
+    "StoredTask",
+    "TokenInfo",
+    "TokenRecord",
+    "iso_time",
+]
 
 RunStatus = Literal["queued", "running", "done", "cancelled"]
 """A run's life: queued -> running -> done, or cancelled from either."""
@@ -34,7 +43,9 @@ CREATE TABLE IF NOT EXISTS tokens (
     id TEXT PRIMARY KEY,
     role TEXT NOT NULL CHECK (role IN ('admin', 'grader')),
     hash TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    expires REAL,
+    tasks TEXT
 );
 CREATE TABLE IF NOT EXISTS tasks (
     fn TEXT PRIMARY KEY,
@@ -69,6 +80,41 @@ CREATE TABLE IF NOT EXISTS grades (
     row TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (status, owner, created);
+CREATE TABLE IF NOT EXISTS task_revisions (
+    fn TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    public TEXT NOT NULL,
+    hidden TEXT NOT NULL,
+    limits TEXT NOT NULL,
+    disclosure TEXT NOT NULL,
+    static TEXT NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (fn, revision)
+);
+CREATE TABLE IF NOT EXISTS run_tasks (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    fn TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    PRIMARY KEY (run_id, fn)
+);
+CREATE TABLE IF NOT EXISTS rubrics (
+    name TEXT PRIMARY KEY,
+    toml TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS feedback (
+    kind TEXT NOT NULL CHECK (kind IN ('grade', 'run')),
+    key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+    reviewer TEXT,
+    note TEXT,
+    created REAL NOT NULL,
+    PRIMARY KEY (kind, key, idx)
+);
+CREATE INDEX IF NOT EXISTS feedback_by_owner ON feedback (owner, created);
 """
 
 _MIGRATIONS = (
@@ -82,6 +128,20 @@ _MIGRATIONS = (
     ("tasks", "static", "ALTER TABLE tasks ADD COLUMN static TEXT NOT NULL DEFAULT '{}'"),
     # From before per-run layer options: the defaults of the time (tests only).
     ("runs", "options", "ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'"),
+    # From before token expiry and task scopes: no expiry, every task.
+    ("tokens", "expires", "ALTER TABLE tokens ADD COLUMN expires REAL"),
+    ("tokens", "tasks", "ALTER TABLE tokens ADD COLUMN tasks TEXT"),
+)
+_BACKFILL_REVISIONS = (
+    # From before revisions were kept: each task's current revision is its first kept one.
+    "INSERT OR IGNORE INTO task_revisions "
+    "(fn, revision, public, hidden, limits, disclosure, static, updated) "
+    "SELECT fn, revision, public, hidden, limits, disclosure, static, updated FROM tasks"
+)
+_PRUNE_REVISIONS = (
+    "DELETE FROM task_revisions WHERE fn = ? AND revision <> ? AND revision NOT IN "
+    "(SELECT run_tasks.revision FROM run_tasks JOIN runs ON runs.id = run_tasks.run_id "
+    "WHERE run_tasks.fn = ? AND runs.status IN (?, ?))"
 )
 _PENDING = "json_extract(row, '$.judge.status') = 'pending'"
 
@@ -102,6 +162,41 @@ class TokenRecord:
     """What the token may do."""
     hash: str
     """``sha256`` of the whole token, hex."""
+    expires: float | None = None
+    """When it stops working (Unix time); ``None``: never."""
+    tasks: frozenset[str] | None = None
+    """The tasks it may grade; ``None``: every task."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What ``gradebox token list`` and ``GET /v1/tokens`` show: never a secret or a hash."""
+
+    id: str
+    """The public part of the token."""
+    role: Literal["admin", "grader"]
+    """What the token may do."""
+    created: float
+    """When it was created (Unix time)."""
+    expires: float | None
+    """When it stops working (Unix time); ``None``: never."""
+    tasks: tuple[str, ...] | None
+    """The tasks it may grade, sorted; ``None``: every task."""
+
+    def to_json(self) -> dict[str, Any]:
+        """As the admin API and ``--json`` show it (times as ISO 8601 UTC)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "created": iso_time(self.created),
+            "expires": None if self.expires is None else iso_time(self.expires),
+            "tasks": None if self.tasks is None else list(self.tasks),
+        }
+
+
+def iso_time(when: float) -> str:
+    """Unix time as ``2026-12-01T22:25:10Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +263,24 @@ class Store:
             columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in columns:
                 self._db.execute(sql)
+        self._db.execute(_BACKFILL_REVISIONS)
 
     def close(self) -> None:
         """Close the connection."""
         with self._lock:
             self._db.close()
+
+    def fetch_one(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+        """One row of a query (for the tables of :mod:`.rubricdata` and :mod:`.feedback`)."""
+        return self._one(sql, args)
+
+    def fetch_all(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Every row of a query."""
+        return self._all(sql, args)
+
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        """Run one statement (committed at once); the number of rows it changed."""
+        return self._write(sql, args)
 
     def _one(self, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
         with self._lock:
@@ -189,23 +297,48 @@ class Store:
 
     # ------------------------------------------------------------------ tokens
 
-    def add_token(self, token_id: str, role: str, token_hash: str) -> None:
-        """Store a new token's hash."""
+    def add_token(
+        self,
+        token_id: str,
+        role: str,
+        token_hash: str,
+        *,
+        expires: float | None = None,
+        tasks: frozenset[str] | None = None,
+    ) -> None:
+        """Store a new token's hash, its expiry and its task scope."""
+        scope = None if tasks is None else _dump(sorted(tasks))
         self._write(
-            "INSERT INTO tokens (id, role, hash, created) VALUES (?, ?, ?, ?)",
-            (token_id, role, token_hash, time.time()),
+            "INSERT INTO tokens (id, role, hash, created, expires, tasks) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (token_id, role, token_hash, time.time(), expires, scope),
         )
 
     def token(self, token_id: str) -> TokenRecord | None:
         """The token with this id, if any."""
-        row = self._one("SELECT id, role, hash FROM tokens WHERE id = ?", (token_id,))
-        return None if row is None else TokenRecord(row[0], row[1], row[2])
+        row = self._one(
+            "SELECT id, role, hash, expires, tasks FROM tokens WHERE id = ?", (token_id,)
+        )
+        if row is None:
+            return None
+        tasks = None if row[4] is None else frozenset(json.loads(row[4]))
+        return TokenRecord(row[0], row[1], row[2], row[3], tasks)
 
-    def tokens(self) -> list[tuple[str, str, float]]:
-        """Every token's ``(id, role, created)``, oldest first (never a hash)."""
-        with self._lock:
-            rows = self._db.execute("SELECT id, role, created FROM tokens ORDER BY created, id")
-            return [(str(r[0]), str(r[1]), float(r[2])) for r in rows.fetchall()]
+    def tokens(self) -> list[TokenInfo]:
+        """Every token, oldest first (never a hash)."""
+        rows = self._all(
+            "SELECT id, role, created, expires, tasks FROM tokens ORDER BY created, id"
+        )
+        return [
+            TokenInfo(
+                str(r[0]),
+                r[1],
+                float(r[2]),
+                None if r[3] is None else float(r[3]),
+                None if r[4] is None else tuple(json.loads(r[4])),
+            )
+            for r in rows
+        ]
 
     def revoke_token(self, token_id: str) -> bool:
         """Delete a token: its next request fails (runs it made stay, unreachable to others)."""
@@ -226,7 +359,20 @@ class Store:
         disclosure: str = "counts",
         static: dict[str, Any] | None = None,
     ) -> int:
-        """Register or replace a task; return its new revision."""
+        """Register or replace a task; return its new revision.
+
+        The new revision is also kept in ``task_revisions``, beside those that
+        unfinished runs still grade against (a run keeps the revision it started
+        with); other old revisions are deleted.
+        """
+        values = (
+            _dump(public),
+            _dump(hidden),
+            _dump(limits),
+            disclosure,
+            _dump(static or {}),
+            time.time(),
+        )
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -234,31 +380,36 @@ class Store:
                 revision = 1 if old is None else old[0] + 1
                 self._db.execute(
                     "INSERT OR REPLACE INTO tasks "
-                    "(fn, public, hidden, limits, revision, updated, disclosure, static) "
+                    "(fn, public, hidden, limits, disclosure, static, updated, revision) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        fn,
-                        _dump(public),
-                        _dump(hidden),
-                        _dump(limits),
-                        revision,
-                        time.time(),
-                        disclosure,
-                        _dump(static or {}),
-                    ),
+                    (fn, *values, revision),
                 )
+                self._db.execute(
+                    "INSERT OR REPLACE INTO task_revisions "
+                    "(fn, public, hidden, limits, disclosure, static, updated, revision) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (fn, *values, revision),
+                )
+                self._db.execute(_PRUNE_REVISIONS, (fn, revision, fn, *_UNFINISHED))
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
         return revision
 
-    def task(self, fn: str) -> StoredTask | None:
-        """The task named ``fn`` with its hidden cases (for the grader only)."""
+    def task(self, fn: str, revision: int | None = None) -> StoredTask | None:
+        """Task ``fn`` at ``revision`` (default: the current one), hidden cases included.
+
+        For the grader only. ``None`` when the task, or that revision of it, is gone.
+        """
+        if revision is None:
+            revision = self.task_revision(fn)
+            if revision is None:
+                return None
         row = self._one(
             "SELECT fn, public, hidden, limits, revision, updated, disclosure, static "
-            "FROM tasks WHERE fn = ?",
-            (fn,),
+            "FROM task_revisions WHERE fn = ? AND revision = ?",
+            (fn, revision),
         )
         if row is None:
             return None
@@ -272,6 +423,15 @@ class Store:
             row[6],
             json.loads(row[7]),
         )
+
+    def run_revision(self, run_id: str, fn: str) -> int | None:
+        """The revision of task ``fn`` that run ``run_id`` grades against.
+
+        ``None`` for a run from before revisions were pinned: it grades against the
+        current one.
+        """
+        row = self._one("SELECT revision FROM run_tasks WHERE run_id = ? AND fn = ?", (run_id, fn))
+        return None if row is None else int(row[0])
 
     def task_summary(self, fn: str) -> dict[str, Any] | None:
         """A task's public part, limits, revision and number of cases (never the cases)."""
@@ -344,6 +504,13 @@ class Store:
                 self._db.executemany(
                     "INSERT INTO samples (run_id, idx, sample) VALUES (?, ?, ?)",
                     ((run_id, i, _dump(s)) for i, s in enumerate(samples)),
+                )
+                # Pin the run to the revisions of its tasks now (replacing one later
+                # does not change the cases this run is graded against).
+                self._db.executemany(
+                    "INSERT INTO run_tasks (run_id, fn, revision) "
+                    "SELECT ?, fn, revision FROM tasks WHERE fn = ?",
+                    ((run_id, fn) for fn in sorted({str(s["fn"]) for s in samples})),
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")

@@ -13,7 +13,9 @@ Stopping (shutdown) and cancelling stop new samples from starting; samples in
 flight finish and are committed. A sample cut off by a hard kill has no result
 and is graded when the run resumes, on the next start.
 
-Each run grades with the layers it was submitted with (stored with the run). A
+Each run grades with the layers it was submitted with (stored with the run), and
+against the revision each of its tasks had when it was submitted: replacing a
+task mid-run changes the cases of runs submitted later only. A
 row whose judge was deferred is committed at once (``judge.status: "pending"``)
 and replaced when the judge answers.
 """
@@ -147,8 +149,9 @@ class RunWorker:
     ) -> None:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))
+        revision = self._store.run_revision(run_id, sample.fn)  # pinned when submitted
         try:
-            outcome = grading.grade(sample, layers, lane="batch")
+            outcome = grading.grade(sample, layers, lane="batch", revision=revision)
         except Exception as exc:  # a grader bug must not look like a wrong submission
             row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
             outcome = Outcome(row)

@@ -1,0 +1,54 @@
+"""What request handlers share: the app's state, who is asking, and the body.
+
+``Who`` is any valid token (401 otherwise: unknown, revoked and expired tokens
+answer the same); ``Admin`` an admin token (403 for a grader token).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from gradebox.service.auth import Principal, authenticate
+from gradebox.service.bodies import read_body
+from gradebox.service.problems import ApiError
+from gradebox.service.state import ServiceState
+
+__all__ = ["Admin", "Who", "body", "service_state"]
+
+_bearer = HTTPBearer(auto_error=False, description="A token from `gradebox token create`.")
+
+
+def service_state(request: Request) -> ServiceState:
+    """The app's :class:`ServiceState`."""
+    state: ServiceState = request.app.state.service
+    return state
+
+
+def _principal(
+    request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    header = f"Bearer {creds.credentials}" if creds is not None else None
+    who = authenticate(service_state(request).store, header)
+    if who is None:
+        raise ApiError(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
+    return who
+
+
+def _admin(who: Annotated[Principal, Depends(_principal)]) -> Principal:
+    if not who.is_admin:
+        raise ApiError(403, "forbidden")
+    return who
+
+
+Who = Annotated[Principal, Depends(_principal)]
+"""Any valid token."""
+Admin = Annotated[Principal, Depends(_admin)]
+"""An admin token (403 for a grader token)."""
+
+
+async def body(request: Request, state: ServiceState) -> bytes:
+    """The request body, read within the size cap and the body timeout (413, 408)."""
+    return await read_body(request, state.config.max_body_bytes, state.config.body_timeout_s)
