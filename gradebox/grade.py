@@ -250,6 +250,11 @@ class Grade:
         """True only for a ``pass`` verdict."""
         return self.verdict.passed
 
+    @property
+    def infra(self) -> bool:
+        """The grader, not the candidate, failed: the sample has no real verdict."""
+        return bool(self.tests.infra_error) or self.verdict.reason == "infra_error"
+
     def to_row(self) -> dict[str, Json]:
         """The ``results.jsonl`` row (field order is part of the format)."""
         t = self.tests

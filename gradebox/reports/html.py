@@ -27,10 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
+from gradebox.grade import Grade
 from gradebox.reports.assets import CSS as _CSS
 from gradebox.reports.assets import JS as _JS
 from gradebox.reports.junit import verdict_message
-from gradebox.runs.passk import PassKReport, estimate, format_value, is_infra
+from gradebox.runs.passk import PassKReport, Tally, estimate_tallies, format_value
 from sandbox.types import CaseOutcome
 
 __all__ = ["render_html", "write_html"]
@@ -54,7 +55,7 @@ def _csp_hash(text: str) -> str:
 
 
 def render_html(
-    rows: Iterable[Mapping[str, Any]],
+    grades: Iterable[Grade],
     summary: Mapping[str, Any] | None = None,
     *,
     title: str = "gradebox report",
@@ -65,20 +66,22 @@ def render_html(
     """Render the report as one HTML document.
 
     Args:
-        rows: Results rows.
+        grades: The graded samples.
         summary: The run summary (``gradebox.runs.summary.summarize``); shown as JSON
-            at the end. The cards are computed from the rows.
+            at the end. The cards are computed from the grades.
         title: The page title.
-        sources: Code by sample id, for excerpts when rows carry no ``code``.
+        sources: Code by sample id (rows carry no code).
         case_names: Hidden case names per task (by case index; ``None`` for unnamed).
         ks: pass@k values; a k that no task has enough samples for is noted, not carded.
 
     Returns:
         The document (UTF-8 text; no external resource).
     """
-    rows = list(rows)
-    report = estimate(rows, ks)
-    codes = {str(r["id"]): _code(r, sources) for r in rows}
+    rows = list(grades)
+    report = estimate_tallies(
+        [Tally(g.fn, g.passed, bool(g.tests.timeouts), g.infra) for g in rows], ks
+    )
+    codes = {g.id: (sources or {}).get(g.id) for g in rows}
     csp = (
         f"default-src 'none'; style-src '{_csp_hash(_CSS)}'; script-src '{_csp_hash(_JS)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"
@@ -109,7 +112,7 @@ def render_html(
 
 
 def write_html(
-    rows: Iterable[Mapping[str, Any]],
+    grades: Iterable[Grade],
     summary: Mapping[str, Any] | None,
     path: Path,
     *,
@@ -119,15 +122,8 @@ def write_html(
     ks: Sequence[int] = (1, 5, 10),
 ) -> None:
     """Write the report to ``path``; see :func:`render_html` for the arguments."""
-    text = render_html(rows, summary, title=title, sources=sources, case_names=case_names, ks=ks)
+    text = render_html(grades, summary, title=title, sources=sources, case_names=case_names, ks=ks)
     Path(path).write_text(text, encoding="utf-8")
-
-
-def _code(row: Mapping[str, Any], sources: Mapping[str, str] | None) -> str | None:
-    code = (sources or {}).get(str(row["id"]))
-    if code is None and isinstance(row.get("code"), str):
-        code = row["code"]
-    return code
 
 
 # --- cards -----------------------------------------------------------------------------
@@ -138,7 +134,7 @@ def _card(title: str, big: str, *lines: str) -> str:
     return f'<div class="card"><h3>{_e(title)}</h3><div class="big">{big}</div>{more}</div>'
 
 
-def _cards(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
+def _cards(rows: Sequence[Grade], report: PassKReport) -> str:
     cards = []
     missing = []
     for k, mean in report.mean.items():
@@ -147,7 +143,7 @@ def _cards(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
             continue
         cover = f"mean over <b>{mean.tasks}</b> of {mean.of} tasks"
         cards.append(_card(f"pass@{k}", _e(format_value(mean.value)), cover))
-    verdicts = Counter(str(r.get("verdict")) for r in rows)
+    verdicts: Counter[str] = Counter(r.verdict.verdict for r in rows)
     cards.append(
         _card(
             "verdicts",
@@ -157,12 +153,12 @@ def _cards(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
             _verdict_bar(verdicts, len(rows)),
         )
     )
-    cases = sum(len(r.get("timeouts") or ()) for r in rows)
-    infra = sum(is_infra(r) for r in rows)
+    cases = sum(len(r.tests.timeouts) for r in rows)
+    infra = sum(r.infra for r in rows)
     cards.append(
         _card(
             "timeouts",
-            str(sum(bool(r.get("timeouts")) for r in rows)),
+            str(sum(bool(r.tests.timeouts) for r in rows)),
             f"samples with a timeout \u00b7 <b>{cases}</b> cases timed out",
             f"infrastructure errors <b>{infra}</b>",
         )
@@ -193,20 +189,20 @@ def _stack(counts: Counter[str], total: int, x: float, y: int, width: int, heigh
     return "".join(out)
 
 
-def _judge_card(rows: Sequence[Mapping[str, Any]]) -> str:
-    judged = [(r, j) for r in rows if isinstance(j := r.get("judge"), Mapping)]
-    asked = [(r, j) for r, j in judged if j.get("status") != "skipped"]
+def _judge_card(rows: Sequence[Grade]) -> str:
+    judged = [(r, r.judge) for r in rows if r.judge is not None]
+    asked = [(r, j) for r, j in judged if j.status != "skipped"]
     if not asked:
         return _card(
             "judge",
             "\u2014",
             "not run for this report" if not judged else f"skipped on all {len(judged)} samples",
         )
-    status = Counter(str(j.get("status")) for _, j in asked)
+    status = Counter(str(j.status) for _, j in asked)
     table = Counter(
-        (str(j.get("verdict")), "pass" if _tests_passed(r) else "fail")
+        (str(j.verdict), "pass" if _tests_passed(r) else "fail")
         for r, j in asked
-        if j.get("status") == "scored" and j.get("verdict") in ("match", "mismatch")
+        if j.status == "scored" and j.verdict in ("match", "mismatch")
     )
     kappa = _kappa(table)
     agree = table[("match", "pass")] + table[("mismatch", "fail")]
@@ -217,12 +213,12 @@ def _judge_card(rows: Sequence[Mapping[str, Any]]) -> str:
         f"agrees with hidden tests on <b>{agree}</b> of {scored} scored",
         f"scored <b>{status['scored']}</b> \u00b7 unscored <b>{status['needs_review']}</b> "
         f"\u00b7 unavailable <b>{status['unavailable']}</b>",
-        f"cache hits <b>{sum(bool(j.get('cache_hit')) for _, j in asked)}</b>",
+        f"cache hits <b>{sum(j.cache_hit for _, j in asked)}</b>",
     )
 
 
-def _tests_passed(row: Mapping[str, Any]) -> bool:
-    outcomes = row.get("outcomes") or []
+def _tests_passed(grade: Grade) -> bool:
+    outcomes = grade.tests.outcomes
     return bool(outcomes) and all(o == "ok" for o in outcomes)
 
 
@@ -237,38 +233,38 @@ def _kappa(t: Counter[tuple[str, str]]) -> float | None:
     return None if expected == 1 else ((a + d) / n - expected) / (1 - expected)
 
 
-def _static_card(rows: Sequence[Mapping[str, Any]]) -> str:
-    checked = [s for r in rows if isinstance(s := r.get("static"), Mapping)]
+def _static_card(rows: Sequence[Grade]) -> str:
+    checked = [r.static for r in rows if r.static is not None]
     if not checked:
         return _card("static findings", "\u2014", "static layers not run")
-    sev = Counter(str(f.get("severity")) for s in checked for f in s.get("findings") or [])
-    effects = Counter(str(s.get("effect")) for s in checked)
+    sev: Counter[str] = Counter(f.severity for s in checked for f in s.findings)
+    effects = Counter(s.effect for s in checked)
     return _card(
         "static findings",
         str(sum(sev.values())),
         " \u00b7 ".join(f"{k} <b>{sev[k]}</b>" for k in _SEVERITIES),
         f"policy fail <b>{effects['fail']}</b> \u00b7 review <b>{effects['review']}</b> "
-        f"\u00b7 tool errors <b>{sum(bool(s.get('infra_error')) for s in checked)}</b>",
+        f"\u00b7 tool errors <b>{sum(bool(s.infra_error) for s in checked)}</b>",
     )
 
 
 # --- chart and task table --------------------------------------------------------------
 
 
-def _per_task(rows: Sequence[Mapping[str, Any]]) -> dict[str, Counter[str]]:
+def _per_task(rows: Sequence[Grade]) -> dict[str, Counter[str]]:
     out: dict[str, Counter[str]] = {}
     for r in rows:
-        counts = out.setdefault(str(r["fn"]), Counter())
+        counts = out.setdefault(r.fn, Counter())
         counts["n"] += 1
-        counts[str(r.get("verdict"))] += 1
-        counts["timeouts"] += bool(r.get("timeouts"))
-        counts["infra"] += is_infra(r)
-        if r.get("verdict") != "pass":
-            counts["reason:" + str(r.get("reason"))] += 1
+        counts[r.verdict.verdict] += 1
+        counts["timeouts"] += bool(r.tests.timeouts)
+        counts["infra"] += r.infra
+        if r.verdict.verdict != "pass":
+            counts["reason:" + r.verdict.reason] += 1
     return out
 
 
-def _chart(rows: Sequence[Mapping[str, Any]]) -> str:
+def _chart(rows: Sequence[Grade]) -> str:
     per = _per_task(rows)
     order = sorted(per, key=lambda fn: (per[fn]["pass"] / per[fn]["n"], fn))
     shown = order[:_CHART_TASKS]
@@ -306,7 +302,7 @@ def _bar(fn: str, c: Counter[str], left: int, width: int, y: int) -> str:
     )
 
 
-def _task_table(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
+def _task_table(rows: Sequence[Grade], report: PassKReport) -> str:
     per = _per_task(rows)
     ks = [k for k, m in report.mean.items() if m.tasks or k == 1]
     head = "".join(f'<th class="num">pass@{k}</th>' for k in ks)
@@ -336,11 +332,11 @@ def _task_table(rows: Sequence[Mapping[str, Any]], report: PassKReport) -> str:
 
 
 def _samples(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Grade],
     codes: Mapping[str, str | None],
     names: Mapping[str, Sequence[str | None]],
 ) -> str:
-    counts = Counter(str(r.get("verdict")) for r in rows)
+    counts: Counter[str] = Counter(r.verdict.verdict for r in rows)
     buttons = "".join(
         f'<button type="button" data-filter="{v}" aria-pressed="{str(v == "all").lower()}">'
         f"{label} ({len(rows) if v == 'all' else counts[v]})</button>"
@@ -353,7 +349,7 @@ def _samples(
     )
     legend = "".join(f'<span><i class="case o-{o}"></i>{o}</span>' for o in _OUTCOMES)
     # The first sample that did not pass is open, to show that every line expands.
-    first = next((r for r in rows if r.get("verdict") != "pass"), None)
+    first = next((r for r in rows if r.verdict.verdict != "pass"), None)
     return (
         '<h2 id="samples">Samples</h2><div class="controls">'
         f"{buttons}"
@@ -362,37 +358,34 @@ def _samples(
         '<button type="button" id="expand">expand / collapse</button>'
         f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
         f'<div class="legend">hidden case outcomes: {legend}</div>'
-        + "".join(
-            _sample(r, codes.get(str(r["id"])), names.get(str(r["fn"]), ()), opened=r is first)
-            for r in rows
-        )
+        + "".join(_sample(r, codes.get(r.id), names.get(r.fn, ()), opened=r is first) for r in rows)
     )
 
 
 def _sample(
-    row: Mapping[str, Any],
+    row: Grade,
     code: str | None,
     names: Sequence[str | None] = (),
     *,
     opened: bool = False,
 ) -> str:
-    verdict = str(row.get("verdict"))
-    search = f"{row['id']} {row['fn']} {verdict} {row.get('reason')}".lower()
+    verdict = row.verdict.verdict
+    search = f"{row.id} {row.fn} {verdict} {row.verdict.reason}".lower()
     left = _outcomes(row, names) + _explain(row, names) + _facts(row) + _judge(row)
     right = _findings(row, code) + _code_block(code, _finding_lines(row))
     return (
         f'<details class="sample"{" open" if opened else ""} data-verdict="{_e(verdict)}" '
         f'data-search="{_e(search)}">'
         f'<summary><span class="badge v-{_e(verdict)}">{_e(verdict.replace("_", " "))}</span>'
-        f'<span class="id">{_e(row["id"])}</span><span class="fn">{_e(row["fn"])}</span>'
+        f'<span class="id">{_e(row.id)}</span><span class="fn">{_e(row.fn)}</span>'
         f'<span class="why">{_e(verdict_message(row))}</span>{_mini(row)}</summary>'
         f'<div class="body"><div>{left}</div><div>{right}</div></div></details>'
     )
 
 
-def _mini(row: Mapping[str, Any]) -> str:
+def _mini(row: Grade) -> str:
     """A strip of small squares, one per hidden case, for the collapsed line."""
-    outcomes = [str(o) for o in row.get("outcomes") or []]
+    outcomes = row.tests.outcomes
     cells = "".join(f'<i class="o-{_e(o)}"></i>' for o in outcomes[:_MINI_CASES])
     more = len(outcomes) - _MINI_CASES
     extra = f"<b>+{more}</b>" if more > 0 else ""
@@ -404,8 +397,8 @@ def _case_label(i: int, names: Sequence[str | None]) -> str:
     return f"case {i} ({name})" if name else f"case {i}"
 
 
-def _outcomes(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
-    outcomes = [str(o) for o in row.get("outcomes") or []]
+def _outcomes(row: Grade, names: Sequence[str | None] = ()) -> str:
+    outcomes = row.tests.outcomes
     if not outcomes:
         return '<h4>Hidden cases</h4><p class="note">no case outcomes on this row</p>'
     cells = "".join(
@@ -425,9 +418,10 @@ def _outcomes(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
     )
 
 
-def _explain(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
+def _explain(row: Grade, names: Sequence[str | None] = ()) -> str:
     """Arguments, expected and actual values of failed cases (rows graded with --explain)."""
-    entries = [e for e in row.get("explain") or [] if isinstance(e, Mapping)]
+    explain = row.tests.explain
+    entries = [e for e in explain if isinstance(e, Mapping)] if isinstance(explain, list) else []
     if not entries:
         return ""
     out = [f"<h4>Failed cases, explained ({len(entries)})</h4>", '<table class="explain">']
@@ -446,7 +440,7 @@ def _explain(row: Mapping[str, Any], names: Sequence[str | None] = ()) -> str:
             f"<td><code>{_e(_json(e.get('got')))}</code></td></tr>"
         )
     out.append("</table>")
-    if isinstance(ce := row.get("counterexample"), Mapping):
+    if isinstance(ce := row.tests.counterexample, Mapping):
         out.append(
             f'<p class="kv">smallest counterexample: case {_e(ce.get("case"))} with '
             f"<code>{_e(_json(ce.get('args')))}</code>, expected "
@@ -460,41 +454,32 @@ def _json(value: Any) -> str:
     return text if len(text) <= 400 else text[:400] + "\u2026"
 
 
-def _finding_lines(row: Mapping[str, Any]) -> set[int]:
-    static = row.get("static")
-    if not isinstance(static, Mapping):
-        return set()
-    return {
-        f["line"]
-        for f in static.get("findings") or []
-        if isinstance(f, Mapping) and isinstance(f.get("line"), int)
-    }
+def _finding_lines(row: Grade) -> set[int]:
+    return {f.line for f in row.static.findings} if row.static is not None else set()
 
 
-def _facts(row: Mapping[str, Any]) -> str:
-    gate = _field(row, "gate")
-    banned = ", ".join(str(b) for b in gate.get("banned") or []) or "none"
+def _facts(row: Grade) -> str:
+    t, gate, dash = row.tests, row.tests.gate, "\u2014"
     facts = [
-        ("verdict", f"{row.get('verdict')} ({row.get('reason')})"),
-        ("syntax", gate.get("syntax", "\u2014")),
-        ("contract", gate.get("contract", "\u2014")),
-        ("banned imports", banned),
-        ("O(1) claim", row.get("claim", "\u2014")),
-        ("latency", f"{row.get('latency_ms', 0)} ms"),
+        ("verdict", f"{row.verdict.verdict} ({row.verdict.reason})"),
+        ("syntax", gate.syntax if gate else dash),
+        ("contract", gate.contract if gate else dash),
+        ("banned imports", (", ".join(gate.banned) if gate else "") or "none"),
+        ("O(1) claim", t.claim),
+        ("latency", f"{t.latency_ms} ms"),
     ]
     line = " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in facts)
     more = ""
-    for key in ("detail", "infra_error"):
-        if row.get(key):
-            more += f'<p class="kv">{key.replace("_", " ")}: {_e(row[key])}</p>'
+    for label, text in (("detail", t.detail), ("infra error", t.infra_error)):
+        if text:
+            more += f'<p class="kv">{label}: {_e(text)}</p>'
     return f'<p class="kv">{line}</p>{more}'
 
 
-def _findings(row: Mapping[str, Any], code: str | None) -> str:
-    static = row.get("static")
-    if not isinstance(static, Mapping):
+def _findings(row: Grade, code: str | None) -> str:
+    if row.static is None:
         return '<h4>Static findings</h4><p class="note">static layers did not run</p>'
-    findings = [f for f in static.get("findings") or [] if isinstance(f, Mapping)]
+    findings = row.static.findings
     if not findings:
         return '<h4>Static findings</h4><p class="note">none</p>'
     lines = code.splitlines() if code is not None else None
@@ -502,19 +487,17 @@ def _findings(row: Mapping[str, Any], code: str | None) -> str:
     if lines is None:
         out.append('<p class="note">code is not on the row: no excerpts</p>')
     for f in findings:
-        sev = str(f.get("severity"))
         out.append(
-            f'<p><span class="sev-{_e(sev)}">{_e(sev)}</span> '
-            f"<b>{_e(f.get('layer'))}/{_e(f.get('rule'))}</b> line {_e(f.get('line'))}: "
-            f"{_e(f.get('message'))}</p>"
+            f'<p><span class="sev-{_e(f.severity)}">{_e(f.severity)}</span> '
+            f"<b>{_e(f.layer)}/{_e(f.rule)}</b> line {_e(f.line)}: {_e(f.message)}</p>"
         )
         if lines is not None:
-            out.append(_excerpt(lines, f.get("line")))
+            out.append(_excerpt(lines, f.line))
     return "".join(out)
 
 
-def _excerpt(lines: Sequence[str], line: Any) -> str:
-    if not isinstance(line, int) or not 1 <= line <= len(lines):
+def _excerpt(lines: Sequence[str], line: int) -> str:
+    if not 1 <= line <= len(lines):
         return ""
     spans = "".join(
         f"<span{' class=hit' if n == line else ''}><i>{n}</i>{_e(lines[n - 1][:400])}</span>"
@@ -523,35 +506,30 @@ def _excerpt(lines: Sequence[str], line: Any) -> str:
     return f"<pre>{spans}</pre>"
 
 
-def _judge(row: Mapping[str, Any]) -> str:
-    j = row.get("judge")
-    if not isinstance(j, Mapping) or j.get("status") in (None, "skipped"):
-        why = j.get("reason") if isinstance(j, Mapping) else None
+def _judge(row: Grade) -> str:
+    j = row.judge
+    if j is None or j.status == "skipped":
+        why = j.reason if j is not None else None
         return f'<h4>Judge</h4><p class="note">not judged{": " + _e(why) if why else ""}</p>'
-    head = [("status", j.get("status")), ("verdict", j.get("verdict") or "\u2014")]
-    if j.get("weighted") is not None:
-        head.append(("weighted score", f"{float(j['weighted']):.2f}"))
-    head += [("model", j.get("model") or "\u2014"), ("rubric", j.get("rubric") or "\u2014")]
+    dash = "\u2014"
+    head = [("status", j.status), ("verdict", j.verdict or dash)]
+    if j.weighted is not None:
+        head.append(("weighted score", f"{j.weighted:.2f}"))
+    head += [("model", j.model or dash), ("rubric", j.rubric or dash)]
     out = ["<h4>Judge</h4>", '<p class="kv">']
     out.append(" \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in head) + "</p>")
-    if j.get("reason"):
-        out.append(f'<p class="kv">reason: <b>{_e(j["reason"])}</b></p>')
-    if j.get("rationale"):
-        out.append(f"<p>{_e(j['rationale'])}</p>")
-    scores = j.get("scores") or {}
-    if isinstance(scores, Mapping) and scores:
+    if j.reason:
+        out.append(f'<p class="kv">reason: <b>{_e(j.reason)}</b></p>')
+    if j.rationale:
+        out.append(f"<p>{_e(j.rationale)}</p>")
+    if j.scores:
         out.append(
             '<p class="kv">scores: '
-            + " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in scores.items())
+            + " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in j.scores.items())
             + "</p>"
         )
-    dash = "\u2014"
-    items = [
-        f"line {_e(i.get('line') or dash)} [{_e(i.get('severity'))}] {_e(i.get('message'))}"
-        for i in j.get("issues") or []
-        if isinstance(i, Mapping)
-    ]
-    items += [f"unmet: {_e(u)}" for u in j.get("unmet_requirements") or []]
+    items = [f"line {_e(i.line or dash)} [{_e(i.severity)}] {_e(i.message)}" for i in j.issues]
+    items += [f"unmet: {_e(u)}" for u in j.unmet_requirements]
     if items:
         out.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
     return "".join(out)
@@ -579,9 +557,3 @@ def _summary_json(summary: Mapping[str, Any] | None) -> str:
         '<h2>Run summary</h2><details class="panel"><summary>summary.json</summary>'
         f"<pre><span>{_e(text)}</span></pre></details>"
     )
-
-
-def _field(row: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``row[key]`` when it is an object, else an empty one."""
-    value = row.get(key)
-    return value if isinstance(value, Mapping) else {}

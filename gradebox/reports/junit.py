@@ -4,7 +4,7 @@ A CI server (GitLab, Jenkins, GitHub test reporters) shows a run like a test
 run. Each sample maps to exactly one state:
 
 =============================  =======================================
-row                            testcase
+grade                          testcase
 =============================  =======================================
 verdict ``pass``               passed (no child element)
 infrastructure error           ``<error type="infra_error">``
@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET  # builds and writes only; nothing is parsed
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gradebox.runs.passk import is_infra, pass_at_k
+from gradebox.grade import Grade
+from gradebox.runs.passk import pass_at_k
 
 __all__ = ["CaseState", "NotRun", "case_state", "to_junit", "verdict_message", "write_junit"]
 
@@ -56,33 +57,34 @@ class NotRun:
     """Why it was not run."""
 
 
-def case_state(row: Mapping[str, Any]) -> CaseState:
-    """The JUnit state of one row."""
-    if is_infra(row):
+def case_state(grade: Grade) -> CaseState:
+    """The JUnit state of one graded sample."""
+    if grade.infra:
         return "error"
-    if row.get("verdict") == "pass":
+    if grade.verdict.verdict == "pass":
         return "passed"
-    if row.get("verdict") != "fail" and all(o == "not_run" for o in row.get("outcomes") or ()):
+    outcomes = grade.tests.outcomes
+    if grade.verdict.verdict != "fail" and all(o == "not_run" for o in outcomes):
         return "skipped"
     return "failure"
 
 
 def to_junit(
-    rows: Iterable[Mapping[str, Any]], *, name: str = "gradebox", not_run: Sequence[NotRun] = ()
+    grades: Iterable[Grade], *, name: str = "gradebox", not_run: Sequence[NotRun] = ()
 ) -> ET.ElementTree[ET.Element]:
     """Build the JUnit document.
 
     Args:
-        rows: Results rows.
+        grades: The graded samples.
         name: The ``testsuites`` name.
         not_run: Samples without a row, reported as skipped.
 
     Returns:
         The XML tree (``testsuites`` root).
     """
-    by_fn: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        by_fn.setdefault(str(row["fn"]), []).append(row)
+    by_fn: dict[str, list[Grade]] = {}
+    for grade in grades:
+        by_fn.setdefault(grade.fn, []).append(grade)
     missing: dict[str, list[NotRun]] = {}
     for item in not_run:
         missing.setdefault(item.fn, []).append(item)
@@ -94,7 +96,7 @@ def to_junit(
 
 
 def write_junit(
-    rows: Iterable[Mapping[str, Any]],
+    grades: Iterable[Grade],
     path: Path,
     *,
     name: str = "gradebox",
@@ -103,29 +105,29 @@ def write_junit(
     """Write the JUnit XML report to ``path`` (UTF-8, with an XML declaration).
 
     Args:
-        rows: Results rows.
+        grades: The graded samples.
         path: Where to write.
         name: The ``testsuites`` name.
         not_run: Samples without a row, reported as skipped.
     """
-    tree = to_junit(rows, name=name, not_run=not_run)
+    tree = to_junit(grades, name=name, not_run=not_run)
     ET.indent(tree, space=" ")
     with Path(path).open("wb") as fh:
         tree.write(fh, encoding="utf-8", xml_declaration=True)
         fh.write(b"\n")
 
 
-def _suite(fn: str, rows: Sequence[Mapping[str, Any]], missing: Sequence[NotRun]) -> ET.Element:
+def _suite(fn: str, grades: Sequence[Grade], missing: Sequence[NotRun]) -> ET.Element:
     suite = ET.Element("testsuite", name=_text(fn))
-    n = sum(not is_infra(r) for r in rows)
-    c = sum(r.get("pass") is True for r in rows)
+    n = sum(not g.infra for g in grades)
+    c = sum(g.passed for g in grades)
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="n", value=str(n))
     ET.SubElement(props, "property", name="passed", value=str(c))
     p1 = pass_at_k(n, c, 1)
     ET.SubElement(props, "property", name="pass@1", value="n/a" if p1 is None else f"{p1:.4f}")
-    for row in rows:
-        suite.append(_case(fn, row))
+    for grade in grades:
+        suite.append(_case(fn, grade))
     for item in missing:
         case = ET.SubElement(suite, "testcase", name=_text(item.id), classname=_classname(fn))
         ET.SubElement(case, "skipped", message=_text(item.message, 500))
@@ -133,68 +135,60 @@ def _suite(fn: str, rows: Sequence[Mapping[str, Any]], missing: Sequence[NotRun]
     return suite
 
 
-def _case(fn: str, row: Mapping[str, Any]) -> ET.Element:
-    case = ET.Element("testcase", name=_text(str(row["id"])), classname=_classname(fn))
-    case.set("time", _seconds(row.get("latency_ms")))
-    state = case_state(row)
-    reason = str(row.get("reason") or "")
+def _case(fn: str, grade: Grade) -> ET.Element:
+    case = ET.Element("testcase", name=_text(grade.id), classname=_classname(fn))
+    case.set("time", _seconds(grade.tests.latency_ms))
+    state = case_state(grade)
+    reason = grade.verdict.reason
     if state == "error":
         child = ET.SubElement(case, "error", type="infra_error")
-        child.set("message", _text(str(row.get("infra_error") or "infrastructure error"), 500))
+        child.set("message", _text(grade.tests.infra_error or "infrastructure error", 500))
     elif state == "failure":
-        kind = reason if row.get("verdict") == "fail" else f"needs_review:{reason}"
+        kind = reason if grade.verdict.verdict == "fail" else f"needs_review:{reason}"
         child = ET.SubElement(case, "failure", type=_text(kind))
-        child.set("message", _text(verdict_message(row), 500))
+        child.set("message", _text(verdict_message(grade), 500))
     elif state == "skipped":
-        child = ET.SubElement(case, "skipped", message=_text(verdict_message(row), 500))
+        child = ET.SubElement(case, "skipped", message=_text(verdict_message(grade), 500))
     if state != "passed":
-        child.text = _text(_details(row))
+        child.text = _text(_details(grade))
     return case
 
 
-def verdict_message(row: Mapping[str, Any]) -> str:
-    """One line that says why a row has its verdict, e.g. ``fail (hidden_tests): 1 wrong``."""
-    verdict, reason = row.get("verdict"), row.get("reason")
+def verdict_message(grade: Grade) -> str:
+    """One line that says why a sample has its verdict, e.g. ``fail (hidden_tests): 1 wrong``."""
+    verdict, reason, t = grade.verdict.verdict, grade.verdict.reason, grade.tests
     head = f"{verdict} ({reason})"
-    outcomes = [str(o) for o in row.get("outcomes") or []]
-    gate = _field(row, "gate")
-    if reason == "hidden_tests" and outcomes:
-        bad = [o for o in outcomes if o != "ok"]
+    if reason == "hidden_tests" and t.outcomes:
+        bad = [o for o in t.outcomes if o != "ok"]
         kinds = ", ".join(f"{bad.count(k)} {k}" for k in dict.fromkeys(bad))
-        return f"{head}: {len(bad)} of {len(outcomes)} hidden cases not ok ({kinds})"
-    if reason == "gate:banned_import" and gate.get("banned"):
-        return f"{head}: imports {', '.join(str(b) for b in gate['banned'])}"
-    if reason in _DETAILED and row.get("detail"):
-        return f"{head}: {row['detail']}"
-    if reason == "infra_error" and row.get("infra_error"):
-        return f"{head}: {row['infra_error']}"
+        return f"{head}: {len(bad)} of {len(t.outcomes)} hidden cases not ok ({kinds})"
+    if reason == "gate:banned_import" and t.gate is not None and t.gate.banned:
+        return f"{head}: imports {', '.join(t.gate.banned)}"
+    if reason in _DETAILED and t.detail:
+        return f"{head}: {t.detail}"
+    if reason == "infra_error" and t.infra_error:
+        return f"{head}: {t.infra_error}"
     return head
 
 
-def _details(row: Mapping[str, Any]) -> str:
-    lines = [verdict_message(row)]
-    outcomes = row.get("outcomes") or []
-    if outcomes:
-        lines.append("outcomes: " + " ".join(f"{i}:{o}" for i, o in enumerate(outcomes)))
-    gate = row.get("gate")
-    if isinstance(gate, Mapping):
-        banned = ", ".join(str(b) for b in gate.get("banned") or []) or "none"
+def _details(grade: Grade) -> str:
+    t = grade.tests
+    lines = [verdict_message(grade)]
+    if t.outcomes:
+        lines.append("outcomes: " + " ".join(f"{i}:{o}" for i, o in enumerate(t.outcomes)))
+    if t.gate is not None:
+        banned = ", ".join(t.gate.banned) or "none"
         lines.append(
-            f"gate: syntax {gate.get('syntax')}, contract {gate.get('contract')}, "
-            f"banned imports {banned}"
+            f"gate: syntax {t.gate.syntax}, contract {t.gate.contract}, banned imports {banned}"
         )
-    if row.get("claim") not in (None, "none"):
-        lines.append(f"claim: {row.get('claim')}")
-    static = row.get("static")
-    if isinstance(static, Mapping):
-        for f in static.get("findings") or []:
-            lines.append(
-                f"static: line {f.get('line')}: [{f.get('severity')}] {f.get('layer')}/"
-                f"{f.get('rule')}: {f.get('message')}"
-            )
-    judge = row.get("judge")
-    if isinstance(judge, Mapping) and judge.get("status") not in (None, "skipped"):
-        lines.append(f"judge: {judge.get('status')} {judge.get('verdict') or ''}".rstrip())
+    if t.claim != "none":
+        lines.append(f"claim: {t.claim}")
+    if grade.static is not None:
+        for f in grade.static.findings:
+            lines.append(f"static: line {f.line}: [{f.severity}] {f.layer}/{f.rule}: {f.message}")
+    judge = grade.judge
+    if judge is not None and judge.status != "skipped":
+        lines.append(f"judge: {judge.status} {judge.verdict or ''}".rstrip())
     return "\n".join(lines)
 
 
@@ -239,9 +233,3 @@ def _text(value: str, limit: int = 100_000) -> str:
 def _escape_char(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def _field(row: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``row[key]`` when it is an object, else an empty one."""
-    value = row.get(key)
-    return value if isinstance(value, Mapping) else {}

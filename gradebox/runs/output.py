@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from gradebox.grade import Grade
 from gradebox.model import Sample
 from gradebox.runs.config import RunConfig
 from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
@@ -163,17 +164,19 @@ class RunOutput:
         from gradebox.reports.junit import write_junit  # noqa: PLC0415
 
         c, run = self.config, self.run
-        sarif = sarif_log(rows, reports) if c.sarif or run else None
+        # Reports read typed grades; a row that does not read back is a bug, loud here.
+        grades = [Grade.from_row(r) for r in rows]
+        sarif = sarif_log(grades, reports) if c.sarif or run else None
         for path in (c.sarif, run.sarif if run else None):
             if path is not None and sarif is not None:
                 write_atomic(Path(path), json.dumps(sarif, indent=1) + "\n")
         for path in (c.junit, run.junit if run else None):
             if path is not None:
-                write_junit(rows, Path(path))
+                write_junit(grades, Path(path))
         for path in (c.html, run.html if run else None):
             if path is not None:
                 write_html(
-                    rows,
+                    grades,
                     summary,
                     Path(path),
                     title="gradebox run",
@@ -186,29 +189,27 @@ class RunOutput:
             run.write_manifest(**manifest, rows=rows, resumed=len(self.plan.kept))
 
 
-def sarif_log(rows: Sequence[Mapping[str, Any]], reports: Reports) -> dict[str, Any]:
-    """SARIF 2.1.0 of every finding on the rows, each sample in ``candidates/<id>.py``."""
+def sarif_log(grades: Sequence[Grade], reports: Reports) -> dict[str, Any]:
+    """SARIF 2.1.0 of every finding of the run, each sample in ``candidates/<id>.py``."""
     from static.findings import Finding  # noqa: PLC0415 - static loads only for reports
     from static.sarif import to_sarif  # noqa: PLC0415
 
     results = []
-    for row in rows:
-        static = row.get("static")
-        if not isinstance(static, Mapping):
+    for grade in grades:
+        if grade.static is None:
             continue
         findings = [
             Finding(
-                layer=f["layer"],
-                rule=f["rule"],
-                severity=f["severity"],
-                line=f["line"],
-                col=f["col"],
-                message=f["message"],
+                layer=f.layer,
+                rule=f.rule,
+                severity=f.severity,
+                line=f.line,
+                col=f.col,
+                message=f.message,
             )
-            for f in static.get("findings") or []
+            for f in grade.static.findings
         ]
-        sid = str(row["id"])
-        results.append((sid, f"candidates/{sid}.py", findings))
+        results.append((grade.id, f"candidates/{grade.id}.py", findings))
     sources = {sid: reports.sources[sid] for sid, _, _ in results if sid in reports.sources}
     log = to_sarif(results, reports.version, sources=sources)
     if not reports.static:

@@ -24,19 +24,22 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MeanPassK",
     "PassKReport",
+    "Tally",
     "TaskPassK",
     "estimate",
+    "estimate_tallies",
     "format_passk",
     "format_value",
     "is_infra",
     "parse_ks",
     "pass_at_k",
     "printable",
+    "tally",
 ]
 
 
@@ -168,10 +171,28 @@ class PassKReport:
         }
 
 
+class Tally(NamedTuple):
+    """What pass@k needs of one sample."""
+
+    fn: str
+    """The task."""
+    passed: bool
+    """The verdict is ``pass``."""
+    timed_out: bool
+    """Some case ran out of time."""
+    infra: bool
+    """The grader failed (no real verdict)."""
+
+
+def tally(row: Mapping[str, Any]) -> Tally:
+    """A results row's :class:`Tally`."""
+    return Tally(str(row["fn"]), row.get("pass") is True, bool(row.get("timeouts")), is_infra(row))
+
+
 def estimate(
     rows: Iterable[Mapping[str, Any]], ks: Sequence[int], *, exclude_infra: bool = False
 ) -> PassKReport:
-    """pass@k per task and averaged over tasks.
+    """pass@k per task and averaged over tasks, from results rows.
 
     Args:
         rows: Results rows (``fn``, ``pass``, ``timeouts``, ``infra_error``, ``reason``).
@@ -181,19 +202,25 @@ def estimate(
     Returns:
         The report; a task whose ``n`` is below ``k`` has ``None`` for that k.
     """
+    return estimate_tallies(map(tally, rows), ks, exclude_infra=exclude_infra)
+
+
+def estimate_tallies(
+    tallies: Iterable[Tally], ks: Sequence[int], *, exclude_infra: bool = False
+) -> PassKReport:
+    """pass@k per task and averaged over tasks (see :func:`estimate`)."""
     ks = tuple(sorted(set(ks)))
     counts: dict[str, list[int]] = {}  # fn -> [n, c, timeouts, infra]
     samples = 0
-    for row in rows:
+    for t in tallies:
         samples += 1
-        n_c_t_i = counts.setdefault(str(row["fn"]), [0, 0, 0, 0])
-        infra = is_infra(row)
-        n_c_t_i[3] += infra
-        n_c_t_i[2] += bool(row.get("timeouts"))
-        if infra and exclude_infra:
+        n_c_t_i = counts.setdefault(t.fn, [0, 0, 0, 0])
+        n_c_t_i[3] += t.infra
+        n_c_t_i[2] += t.timed_out
+        if t.infra and exclude_infra:
             continue
         n_c_t_i[0] += 1
-        n_c_t_i[1] += row.get("pass") is True
+        n_c_t_i[1] += t.passed
     tasks = tuple(
         _task(fn, n, c, t, i, ks, exclude_infra) for fn, (n, c, t, i) in sorted(counts.items())
     )

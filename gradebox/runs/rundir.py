@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any, get_args
 
 from gradebox.errors import BadInput
+from gradebox.grade import Grade
 from gradebox.runs.passk import is_infra
 from sandbox.cases import read_jsonl
 from sandbox.errors import InputError
@@ -237,7 +238,11 @@ class RunDir:
         return rows
 
     def done_rows(self, hashes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-        """Rows that need no re-grade: same id and input hash, and no infra error.
+        """Rows that need no re-grade.
+
+        A row is kept with the same id and input hash, no infra error, and when it
+        reads back as a :class:`~gradebox.grade.Grade` (a hand-edited or older row
+        is graded again rather than trusted).
 
         Args:
             hashes: ``{sample_id: input hash}`` of the samples about to be graded.
@@ -246,7 +251,7 @@ class RunDir:
         for row in self.rows():
             sid = row["id"]
             if hashes.get(sid) is not None and row.get(HASH_FIELD) == hashes[sid]:
-                if is_infra(row):
+                if is_infra(row) or not _reads_back(row):
                     done.pop(sid, None)
                 else:
                     done[sid] = row
@@ -310,6 +315,7 @@ class RunDir:
         judge_model: str | None,
         judge_base_url: str | None = None,
         rubric_digests: Mapping[str, str] | None = None,
+        judge_endpoint: Mapping[str, Any] | None = None,
         tools: Mapping[str, str | None] | None = None,
         rows: Iterable[Mapping[str, Any]] = (),
         options: Mapping[str, Any] | None = None,
@@ -327,6 +333,8 @@ class RunDir:
             judge_model: The judge model used (from the options or the environment).
             judge_base_url: The judge endpoint used.
             rubric_digests: Digest of each rubric (and its templates) in use, by name.
+            judge_endpoint: What probing the judge endpoint found (rung, temperature
+                policy), the repeats and every ``system_fingerprint`` fresh replies carried.
             tools: Versions beyond :func:`tool_versions` (the sandbox interpreter).
             rows: The run's rows: the models and system fingerprints the judge
                 endpoint reported, and rubric versions, are collected from them.
@@ -350,6 +358,7 @@ class RunDir:
                 "model": judge_model,
                 "base_url": judge_base_url,
                 "rubric_digests": dict(rubric_digests or {}),
+                "endpoint": dict(judge_endpoint) if judge_endpoint is not None else None,
                 **_judge_seen(rows),
             },
             "inputs": {role: _file_entry(p) for role, p in inputs.items()},
@@ -415,3 +424,12 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _reads_back(row: Mapping[str, Any]) -> bool:
+    """The row (less its hash) is a well-formed grade."""
+    try:
+        Grade.from_row({k: v for k, v in row.items() if k != HASH_FIELD})
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
+    return True

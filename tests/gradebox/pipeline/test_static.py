@@ -65,9 +65,9 @@ CORPUS = {
     # the sandbox cannot import it: hidden tests decide first, static still reports GBX101
     "invented-top": {"code": "import fastjsonx\n\n\ndef inc(x):\n    return x + 1\n"},
     # a real distribution that is not installed here and not pinned: GBX102 (medium)
-    "numpy-lazy": {
-        "code": "def inc(x):\n    if x is None:\n        import numpy\n\n"
-        "        return int(numpy.int64(1))\n    return x + 1\n"
+    "lightgbm-lazy": {
+        "code": "def inc(x):\n    if x is None:\n        import lightgbm\n\n"
+        "        return int(lightgbm.__version__[0])\n    return x + 1\n"
     },
     # two candidate blocks: a contract failure, so no static checks at all
     "two-blocks": {
@@ -133,7 +133,7 @@ def test_verdicts_under_the_default_policy(default_run):
         "md5": ("fail", "policy:static"),
         "invented-lazy": ("fail", "policy:static"),
         "invented-top": ("fail", "hidden_tests"),
-        "numpy-lazy": ("pass", "ok"),
+        "lightgbm-lazy": ("pass", "ok"),
         "two-blocks": ("fail", "contract"),
         "rewrite": ("pass", "ok"),
     }
@@ -180,7 +180,7 @@ def test_findings_from_every_layer_reach_the_rows(default_run):
     # a failed hidden test stays the reason, and the static verdict is still on the row
     assert rows["invented-top"]["static"]["effect"] == "fail"
     assert {"GBX101", "F401"} <= set(_rules(rows["invented-top"]))
-    assert "GBX102" in _rules(rows["numpy-lazy"])
+    assert "GBX102" in _rules(rows["lightgbm-lazy"])
     assert rows["two-blocks"]["static"] is None
     assert all(r["judge"] is None for r in rows.values())
 
@@ -237,11 +237,11 @@ def test_policy_file_fails_and_reviews(tmp_path):
     assert rows["eval"]["static"]["deciding"] == ["B307"]
     # the file replaces the default fail_on: a weak hash and an invented import now annotate
     assert rows["md5"]["verdict"] == "pass"
-    assert (rows["numpy-lazy"]["verdict"], rows["numpy-lazy"]["reason"]) == (
+    assert (rows["lightgbm-lazy"]["verdict"], rows["lightgbm-lazy"]["reason"]) == (
         "needs_review",
         "policy:static",
     )
-    assert rows["numpy-lazy"]["static"]["effect"] == "review"
+    assert rows["lightgbm-lazy"]["static"]["effect"] == "review"
     assert rows["invented-top"]["reason"] == "hidden_tests"
 
 
@@ -261,9 +261,9 @@ def test_json_policy_and_bad_policy_file(tmp_path):
 
 
 def test_lockfile_pins_what_may_be_imported(tmp_path):
-    args = _write_inputs(tmp_path, {"numpy-lazy": CORPUS["numpy-lazy"]})
+    args = _write_inputs(tmp_path, {"lightgbm-lazy": CORPUS["lightgbm-lazy"]})
     lock = tmp_path / "requirements.txt"
-    lock.write_text("numpy==2.1.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
+    lock.write_text("lightgbm==4.5.0 \\\n    --hash=sha256:" + "0" * 64 + "\n")
     res = _invoke([*args, "--lockfile", str(lock)])
     assert res.exit_code == 0, res.output
     row = json.loads(res.stdout)

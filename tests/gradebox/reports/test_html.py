@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from gradebox.grade import Grade, StaticFinding, StaticReport
 from gradebox.pipeline.extract import extract
 from gradebox.reports.html import render_html, write_html
 from gradebox.runs.summary import summarize
+from judge.types import Issue, JudgeResult
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 GOLDEN = Path(__file__).resolve().parents[2] / "cases" / "golden" / "results.jsonl"
@@ -55,19 +57,23 @@ def run():
     return rows, sources
 
 
+def _g(rows):
+    """The typed grades the report reads (every row must read back)."""
+    return [Grade.from_row(r) for r in rows]
+
+
 def _judged(rows):
     """The rows with judge annotations as a scored judge would leave them."""
     out = []
     for r in rows:
         tests_ok = r["outcomes"] and all(o == "ok" for o in r["outcomes"])
-        judge = {
-            "status": "scored", "verdict": "match" if tests_ok else "mismatch",
-            "scores": {"intent": 3 if tests_ok else 1}, "weighted": 0.9 if tests_ok else 0.3,
-            "issues": [] if tests_ok else [{"line": 1, "severity": "error", "message": "wrong"}],
-            "unmet_requirements": [], "rationale": "checked", "rubric": "default@1",
-            "model": "judge-model", "cache_hit": False, "reason": None,
-        }  # fmt: skip
-        out.append(r | {"judge": judge})
+        judge = JudgeResult(
+            status="scored", verdict="match" if tests_ok else "mismatch",
+            scores={"intent": 3 if tests_ok else 1}, weighted=0.9 if tests_ok else 0.3,
+            issues=() if tests_ok else (Issue(1, "error", "wrong"),),
+            rationale="checked", rubric="default@1", model="judge-model",
+        )  # fmt: skip
+        out.append(r | {"judge": judge.to_row()})
     return out
 
 
@@ -76,26 +82,22 @@ def _hostile_rows(rows):
         "id": HOSTILE,
         "fn": HOSTILE,
         "detail": HOSTILE,
-        "static": {
-            "findings": [
-                {
-                    "layer": "lint",
-                    "rule": HOSTILE,
-                    "severity": "high",
-                    "line": 2,
-                    "message": HOSTILE,
-                }
-            ],
-            "effect": "pass",
-        },
-        "judge": {
-            "status": "scored",
-            "verdict": "mismatch",
-            "rationale": HOSTILE,
-            "issues": [{"line": 1, "severity": "error", "message": HOSTILE}],
-            "unmet_requirements": [HOSTILE],
-            "scores": {HOSTILE: 1},
-        },
+        "static": StaticReport(
+            findings=(StaticFinding("lint", HOSTILE, "high", 2, 1, HOSTILE),),
+            metrics=None,
+            diff=None,
+            effect="pass",
+            deciding=(),
+            infra_error=None,
+        ).to_json(),
+        "judge": JudgeResult(
+            status="scored",
+            verdict="mismatch",
+            rationale=HOSTILE,
+            issues=(Issue(1, "error", HOSTILE),),
+            unmet_requirements=(HOSTILE,),
+            scores={HOSTILE: 1},
+        ).to_row(),
     }
     code = f"def f():\n    return '</pre></details>{HOSTILE}'\n# \ud800 \x00 end\n"
     return [first, *rows[2:]], {HOSTILE: code}
@@ -122,7 +124,7 @@ def _classes(tags, tag, cls):
 
 def test_sections_cards_tables_and_drill_down(run):
     rows, sources = run
-    text = render_html(_judged(rows), summarize(rows), title="examples", sources=sources)
+    text = render_html(_g(_judged(rows)), summarize(rows), title="examples", sources=sources)
     tags = _tags(text)
     assert len(_classes(tags, "details", "sample")) == len(rows)
     cards = re.findall(r'<div class="card"><h3>([^<]+)</h3><div class="big">([^<]+)</div>', text)
@@ -154,21 +156,21 @@ def test_sections_cards_tables_and_drill_down(run):
 
 def test_rows_without_code_say_there_are_no_excerpts(run):
     rows, _ = run
-    text = render_html(rows, None)
+    text = render_html(_g(rows), None)
     assert "code is not on the row: no excerpts" in text
     assert "<span class=hit>" not in text and "Run summary" not in text
 
 
-def test_code_on_the_row_is_used(run):
+def test_the_code_comes_from_the_sources_by_sample_id(run):
     rows, sources = run
     row = next(r for r in rows if r["id"] == "even-int-not-bool")
-    text = render_html([row | {"code": sources[row["id"]]}], None)
+    text = render_html(_g([row]), None, sources={row["id"]: sources[row["id"]]})
     assert "<span class=hit><i>4</i>" in text
 
 
 def test_self_contained_and_locked_down(run):
     rows, sources = run
-    text = render_html(rows, summarize(rows), sources=sources)
+    text = render_html(_g(rows), summarize(rows), sources=sources)
     tags = _tags(text)
     assert not [a for _, a in tags if "src" in a]
     assert {a["href"] for t, a in tags if t == "a"} == {"#samples"}
@@ -184,7 +186,9 @@ def test_self_contained_and_locked_down(run):
 def test_hostile_text_is_escaped(run):
     rows, sources = run
     bad_rows, bad_sources = _hostile_rows(rows)
-    text = render_html(bad_rows, {"note": HOSTILE}, title=HOSTILE, sources=sources | bad_sources)
+    text = render_html(
+        _g(bad_rows), {"note": HOSTILE}, title=HOSTILE, sources=sources | bad_sources
+    )
     assert (
         text.count("<script") == 1 and "<img" not in text and "</pre></details><script" not in text
     )
@@ -237,7 +241,7 @@ def test_browser_catches_console_errors(tmp_path):
 def test_report_in_headless_chromium(tmp_path, run):
     rows, sources = run
     page = tmp_path / "report.html"
-    write_html(_judged(rows), summarize(rows), page, title="gradebox examples", sources=sources)
+    write_html(_g(_judged(rows)), summarize(rows), page, title="gradebox examples", sources=sources)
     shot = tmp_path / "report.png"
     res = _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1280,2000")
     assert res.returncode == 0, res.stderr[-2000:]
@@ -256,7 +260,7 @@ def test_hostile_report_is_inert_in_chromium(tmp_path, run):
     rows, sources = run
     bad_rows, bad_sources = _hostile_rows(rows)
     page = tmp_path / "hostile.html"
-    write_html(bad_rows, None, page, title="safe title", sources=sources | bad_sources)
+    write_html(_g(bad_rows), None, page, title="safe title", sources=sources | bad_sources)
     dom = _chromium(tmp_path, page, "--dump-dom")
     assert _console(dom.stderr) == [], "a console message may be a refused injection"
     assert 'data-ready="1"' in dom.stdout

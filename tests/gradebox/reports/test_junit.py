@@ -19,6 +19,7 @@ import xmlschema
 from click.testing import CliRunner
 
 from gradebox.cli.grade import grade
+from gradebox.grade import Grade, StaticFinding, StaticReport
 from gradebox.reports.junit import NotRun, case_state, write_junit
 
 HERE = Path(__file__).parent
@@ -50,6 +51,8 @@ def _row(sid, fn, verdict, reason, outcomes, **extra):
         "claim": "none",
         "latency_ms": 12.5,
         "infra_error": None,
+        "static": None,
+        "judge": None,
     }
     return row | extra
 
@@ -74,12 +77,12 @@ ROWS = [
 
 def _write(tmp_path, rows, **kw):
     path = tmp_path / "junit.xml"
-    write_junit(rows, path, **kw)
+    write_junit([Grade.from_row(r) for r in rows], path, **kw)
     return path
 
 
 def test_states():
-    assert [case_state(r) for r in ROWS] == [
+    assert [case_state(Grade.from_row(r)) for r in ROWS] == [
         "passed", "failure", "failure", "failure", "error", "failure", "skipped",
     ]  # fmt: skip
 
@@ -123,11 +126,14 @@ def test_hostile_text_is_escaped_and_stays_valid_xml(tmp_path, schema):
             "fail",
             "hidden_tests",
             ["wrong"],
-            static={
-                "findings": [
-                    {"layer": "lint", "rule": "X1", "severity": "low", "line": 1, "message": nasty}
-                ]
-            },
+            static=StaticReport(
+                findings=(StaticFinding("lint", "X1", "low", 1, 1, nasty),),
+                metrics=None,
+                diff=None,
+                effect="pass",
+                deciding=(),
+                infra_error=None,
+            ).to_json(),
         ),
     ]
     path = _write(tmp_path, rows)

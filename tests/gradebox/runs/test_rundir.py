@@ -112,11 +112,13 @@ def test_fingerprints_round_trip_through_the_run_dir(tmp_path, inputs):
 
 
 def _rows(ids, **extra):
-    return [
-        {"id": i, "fn": "f", "pass": True, "verdict": "pass", "reason": "ok", "outcomes": ["ok"]}
-        | extra
-        for i in ids
-    ]
+    """Whole rows (as ``gradebox grade`` writes them), one per id."""
+    base = {
+        "pass": True, "verdict": "pass", "reason": "ok", "failed": [], "timeouts": [],
+        "outcomes": ["ok"], "gate": {"syntax": "ok", "banned": [], "contract": "ok"},
+        "claim": "none", "latency_ms": 1.0, "infra_error": None, "static": None, "judge": None,
+    }  # fmt: skip
+    return [{"id": i, "fn": "f"} | base | extra for i in ids]
 
 
 def test_resume_keeps_matching_rows_and_drops_the_rest(tmp_path):
@@ -144,6 +146,16 @@ def test_resume_keeps_matching_rows_and_drops_the_rest(tmp_path):
     assert [r["id"] for r in rows] == ["d", "c", "b", "a"]
     assert [r[HASH_FIELD] for r in rows] == ["h4", "h3", "h2", "h1"]
     assert run.done_ids(hashes) == {"a", "b", "c", "d"}
+
+
+def test_a_row_that_does_not_read_back_as_a_grade_is_graded_again(tmp_path):
+    """A hand-edited row (verdict pass, a failing outcome) is not trusted on resume."""
+    run = RunDir(tmp_path / "run")
+    with run.append_results() as out:
+        out.write(_rows(["a"])[0], "h1")
+        out.write(_rows(["b"], outcomes=["wrong"])[0], "h2")  # says pass, a case failed
+        out.write(_rows(["c"], outcomes=["maybe"])[0], "h3")  # not an outcome
+    assert set(run.resume({"a": "h1", "b": "h2", "c": "h3"})) == {"a"}
 
 
 def test_resume_in_an_empty_directory(tmp_path):
