@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from gradebox.cli.errors import exit_codes
-from gradebox.cli.passk import parse_k_option
+from gradebox.cli.options import json_option, ks_option
 from gradebox.errors import BadInput
 from gradebox.runs.diff import diff_runs, format_diff
 from gradebox.runs.rundir import read_results
@@ -20,16 +20,8 @@ __all__ = ["diff"]
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("old", type=click.Path(path_type=Path))
 @click.argument("new", type=click.Path(path_type=Path))
-@click.option(
-    "-k",
-    "ks",
-    default="1",
-    show_default=True,
-    metavar="LIST",
-    callback=parse_k_option,
-    help="Comma-separated k values for the pass@k comparison, e.g. 1,5.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@ks_option("1,5")
+@json_option("the comparison")
 @exit_codes
 def diff(old: Path, new: Path, ks: tuple[int, ...], as_json: bool) -> None:
     """Compare two runs (results.jsonl files or run dirs), matching samples by id.

@@ -1,4 +1,4 @@
-"""Options several commands share, declared once (``grade``, ``serve``, ``suite``).
+"""Options several commands share, declared once (``grade``, ``serve``, ``suite``, ...).
 
 Each is a decorator that adds its ``click`` options to a command; the values
 arrive under the same parameter names everywhere.
@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["isolation_option", "limit_options", "sandbox_python_option"]
+__all__ = [
+    "isolation_option",
+    "json_option",
+    "ks_option",
+    "limit_options",
+    "sandbox_python_option",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _PATH = click.Path(path_type=Path, dir_okay=False)
@@ -72,3 +78,31 @@ def limit_options(f: _F) -> _F:
     ):
         f = option(f)
     return f
+
+
+def json_option(what: str) -> Callable[[_F], _F]:
+    """``--json``: print ``what`` as JSON (the value arrives as ``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
+
+
+def _parse_ks(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    """Click callback: ``"1,5,10"`` -> ``(1, 5, 10)``; a bad list is a usage error (exit 2)."""
+    from gradebox.runs.passk import parse_ks  # noqa: PLC0415 - only the commands that take -k
+
+    try:
+        return parse_ks(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def ks_option(example: str) -> Callable[[_F], _F]:
+    """``-k LIST``: comma-separated pass@k values (arrive as ``ks``, a sorted tuple)."""
+    return click.option(
+        "-k",
+        "ks",
+        default="1",
+        show_default=True,
+        metavar="LIST",
+        callback=_parse_ks,
+        help=f"Comma-separated k values for pass@k, e.g. {example}.",
+    )

@@ -8,32 +8,17 @@ from pathlib import Path
 import click
 
 from gradebox.cli.errors import exit_codes
-from gradebox.runs.passk import estimate, format_passk, parse_ks
+from gradebox.cli.options import json_option, ks_option
+from gradebox.runs.passk import estimate, format_passk
 from gradebox.runs.rundir import read_results
 
-__all__ = ["parse_k_option", "passk"]
-
-
-def parse_k_option(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
-    """Click callback: ``"1,5,10"`` -> ``(1, 5, 10)``; a bad list is a usage error (exit 2)."""
-    try:
-        return parse_ks(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from exc
+__all__ = ["passk"]
 
 
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("results", type=click.Path(path_type=Path))
-@click.option(
-    "-k",
-    "ks",
-    default="1",
-    show_default=True,
-    metavar="LIST",
-    callback=parse_k_option,
-    help="Comma-separated k values, e.g. 1,5,10.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@ks_option("1,5,10")
+@json_option("the report")
 @click.option(
     "--exclude-infra",
     is_flag=True,
