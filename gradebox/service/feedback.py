@@ -139,7 +139,9 @@ def wilson(hits: int, n: int, z: float = _Z95) -> tuple[float, float] | None:
     centre = p + z2 / (2 * n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     scale = 1 + z2 / n
-    return max(0.0, (centre - half) / scale), min(1.0, (centre + half) / scale)
+    low = 0.0 if hits == 0 else max(0.0, (centre - half) / scale)  # exact at the ends:
+    high = 1.0 if hits == n else min(1.0, (centre + half) / scale)  # no rounding residue
+    return low, high
 
 
 def check_feedback(parsed: Any) -> Feedback:

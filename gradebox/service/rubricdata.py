@@ -50,6 +50,8 @@ RUBRIC_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 """What a stored rubric may be called (also what a task's ``public.rubric`` may say)."""
 MAX_RUBRIC_BYTES = 256 * 1024
 """Largest rubric text accepted (413 above)."""
+_DIRS = re.compile(r"(?:/[^\s/'\"]+)+/")
+"""The directories of an absolute path inside a loader message (kept: the file name)."""
 _MAX_FILES = 32
 """Most rubrics one snapshot may hold (a rubric and its includes, transitively)."""
 
@@ -235,7 +237,8 @@ def _builtin_text(name: str) -> str | None:
 
 def loader_problem(p: rubrics.Problem) -> Problem:
     """A loader problem with the file's name only (snapshots live under a server path)."""
-    return Problem("/", f"{Path(p.file).name}: {p.criterion}: {p.what}"[:300])
+    what = _DIRS.sub("", p.what)
+    return Problem("/", f"{Path(p.file).name}: {p.criterion}: {what}"[:300])
 
 
 def _invalid(problems: list[Problem]) -> ApiError:

@@ -1,20 +1,16 @@
 """The judge through the API: the CLI's judge stage against a real local HTTP server.
 
-The server (stdlib ``http.server`` on 127.0.0.1, real sockets, the real
-``openai`` client) answers ``POST /v1/chat/completions`` with a valid reply
+The server (``endpoint`` in conftest: stdlib ``http.server`` on 127.0.0.1, real
+sockets, the real ``openai`` client) answers ``POST /v1/chat/completions`` with a valid reply
 whose verdict the test picks, after a delay the test picks, and records every
 request. No mocks.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import anyio
 import pytest
@@ -35,87 +31,6 @@ TASK = {
     ],
     "disclosure": "cases",
 }
-
-
-class Endpoint:
-    """An OpenAI-compatible endpoint: valid replies with ``verdict``, after ``delay`` s."""
-
-    def __init__(self) -> None:
-        self.verdict = "match"
-        self.delay = 0.0
-        self.raw: list[str] = []
-        self.keys: list[str] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def handle(self) -> None:
-                # The judge gave up (the app stopped): nothing to answer.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    super().handle()
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-                endpoint.raw.append(raw)
-                endpoint.keys.append(self.headers.get("Authorization", ""))
-                time.sleep(endpoint.delay)
-                data = json.dumps(_reply(json.loads(raw), endpoint.verdict)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def _reply(body: dict[str, Any], verdict: str) -> dict[str, Any]:
-    schema = body["response_format"]["json_schema"]["schema"]
-    scores = schema["properties"]["scores"]["properties"]
-    content = {
-        "verdict": verdict,
-        "unmet_requirements": [] if verdict == "match" else ["adds two, not one"],
-        "scores": {k: max(v["enum"]) for k, v in scores.items()},
-        "issues": [{"line": 2, "severity": "info", "message": "Fine."}],
-        "rationale": "Compared with the specification.",
-    }
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "judge-model-2024",
-        "system_fingerprint": "fp_test",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": json.dumps(content)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 300, "completion_tokens": 50, "total_tokens": 350},
-    }
-
-
-@pytest.fixture
-def endpoint() -> Iterator[Endpoint]:
-    srv = Endpoint()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture
