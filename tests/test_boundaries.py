@@ -66,6 +66,7 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite"}
     | {"gradebox.reports"},
     "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
+    "gradebox.patches": _RECORDS | {"gradebox.patches"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve
 

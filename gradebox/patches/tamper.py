@@ -1,0 +1,142 @@
+"""Tamper risk: added code that reaches into the test machinery it shares a process with.
+
+A patch's code runs inside the pytest process that reports on it. Code that
+does any of the following on an **added line** of a non-test ``.py`` file is a
+tamper risk (``tamper_risk``): a would-be pass becomes ``needs_review``, with
+the lines. Each check has a stable id:
+
+- ``T001`` imports the test machinery (``pytest``, ``_pytest``, ``unittest``,
+  ``pluggy``, ``doctest``, ``py``) outside the tests;
+- ``T002`` touches ``sys.modules``, ``sys.meta_path``, ``sys.path_hooks``,
+  ``sys.settrace``/``setprofile``, ``sys.exit``/``sys.excepthook``, or
+  ``sys._getframe``;
+- ``T003`` walks frames or the heap: ``inspect.currentframe``/``stack``/
+  ``getouterframes``, ``gc.get_objects``/``get_referrers``/``get_referents``,
+  ``f_back``/``f_globals``/``f_locals``/``tb_frame``;
+- ``T004`` ends or outlives the process on its own terms: ``atexit``,
+  ``os._exit``, ``os.kill``, ``signal``, ``faulthandler``, ``threading.excepthook``;
+- ``T005`` patches builtins: imports ``builtins``, or names ``__builtins__``;
+- ``T006`` reaches for names in strings: ``importlib``/``__import__``,
+  ``getattr``/``setattr`` with a non-literal name, ``exec``/``eval``/``compile``.
+
+This is a tripwire for review, not a proof: the scan reads syntax, and code
+can reach the same places in ways it cannot see. The sandbox and the
+cross-checks of :mod:`gradebox.patches.testrun` hold without it.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["TamperHit", "scan"]
+
+_MODULES = {"pytest": "T001", "_pytest": "T001", "unittest": "T001", "pluggy": "T001",
+            "doctest": "T001", "py": "T001", "atexit": "T004", "signal": "T004",
+            "faulthandler": "T004", "builtins": "T005", "importlib": "T006"}  # fmt: skip
+_ATTRS = {
+    ("sys", "modules"): "T002", ("sys", "meta_path"): "T002", ("sys", "path_hooks"): "T002",
+    ("sys", "settrace"): "T002", ("sys", "setprofile"): "T002", ("sys", "exit"): "T002",
+    ("sys", "excepthook"): "T002", ("sys", "_getframe"): "T002",
+    ("inspect", "currentframe"): "T003", ("inspect", "stack"): "T003",
+    ("inspect", "getouterframes"): "T003", ("gc", "get_objects"): "T003",
+    ("gc", "get_referrers"): "T003", ("gc", "get_referents"): "T003",
+    ("os", "_exit"): "T004", ("os", "kill"): "T004", ("os", "killpg"): "T004",
+    ("threading", "excepthook"): "T004",
+}  # fmt: skip
+_FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "tb_frame", "gi_frame", "cr_frame"}
+_CALLS = {"__import__": "T006", "exec": "T006", "eval": "T006", "compile": "T006"}
+
+
+@dataclass(frozen=True, slots=True)
+class TamperHit:
+    """One added line that reaches into the test machinery."""
+
+    path: str
+    """File, relative to the repository."""
+    line: int
+    """1-based line at head."""
+    rule: str
+    """``T001`` .. ``T006`` (see the module docstring)."""
+    what: str
+    """What it does, e.g. ``imports pytest``."""
+
+
+def scan(path: str, source: str, added: frozenset[int]) -> list[TamperHit]:
+    """The tamper risks on ``added`` lines of one head file.
+
+    Args:
+        path: The file's path (for the hits).
+        source: Its text at head.
+        added: Its added line numbers.
+
+    Returns:
+        Hits in line order; a file that does not parse gives none (the lint
+        layer reports it, and its tests fail).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
+    hits = {
+        (getattr(node, "lineno", 0), rule, what)
+        for node, rule, what in _risks(tree)
+        if _lines(node) & added
+    }
+    return [TamperHit(path, line, rule, what) for line, rule, what in sorted(hits)]
+
+
+def _lines(node: ast.AST) -> set[int]:
+    start = getattr(node, "lineno", 0)
+    end = getattr(node, "end_lineno", start) or start
+    return set(range(start, end + 1))
+
+
+def _risks(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                rule = _MODULES.get(alias.name.split(".")[0])
+                if rule:
+                    yield node, rule, f"imports {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            top = node.module.split(".")[0]
+            if top in _MODULES:
+                yield node, _MODULES[top], f"imports from {node.module}"
+            for alias in node.names:
+                rule = _ATTRS.get((top, alias.name))
+                if rule:
+                    yield node, rule, f"imports {top}.{alias.name}"
+        elif isinstance(node, ast.Attribute):
+            yield from _attribute(node)
+        elif isinstance(node, ast.Name) and node.id == "__builtins__":
+            yield node, "T005", "names __builtins__"
+        elif isinstance(node, ast.Call):
+            yield from _call(node)
+
+
+def _attribute(node: ast.Attribute) -> Iterator[tuple[ast.AST, str, str]]:
+    if isinstance(node.value, ast.Name):
+        rule = _ATTRS.get((node.value.id, node.attr))
+        if rule:
+            yield node, rule, f"uses {node.value.id}.{node.attr}"
+    if node.attr in _FRAME_ATTRS:
+        yield node, "T003", f"walks frames (.{node.attr})"
+
+
+def _call(node: ast.Call) -> Iterator[tuple[ast.AST, str, str]]:
+    if not isinstance(node.func, ast.Name):
+        return
+    name = node.func.id
+    if name in _CALLS:
+        yield node, _CALLS[name], f"calls {name}()"
+    elif (
+        name in ("getattr", "setattr", "delattr")
+        and len(node.args) >= 2
+        and not isinstance(node.args[1], ast.Constant)
+    ):
+        yield node, "T006", f"calls {name}() with a computed name"

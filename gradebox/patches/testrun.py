@@ -1,0 +1,207 @@
+"""Run a repository's pytest in the sandbox and read per-test status from JUnit XML.
+
+Each run gets a fresh sandbox (:func:`sandbox.command.run_command`) and a fresh
+copy of the tree at ``/repo`` (writable), an output dir at ``/out``
+(writable) and the environment read-only. pytest writes JUnit XML
+(``junit_family=xunit1``: each case names its file) to ``/out``; the XML is
+parsed with :mod:`defusedxml` (no entities, no external references) after a
+size check.
+
+The XML is written by the process the patch's code runs in, so it is
+cross-checked (:attr:`SuiteRun.problems`) against what the grader sees from
+outside: the exit code (0 iff no test failed, 1 iff some did), and the test
+ids a separate collection run listed (``pytest --collect-only -q``, another
+sandbox). Zero parsed tests, an exit code that contradicts the XML, a
+collected test missing from the XML, or an unparseable XML make the run
+unreliable: never a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from xml.etree.ElementTree import Element, ParseError
+
+import defusedxml.ElementTree as SafeET
+from defusedxml import DefusedXmlException
+
+from gradebox.patches.apply import export
+from gradebox.patches.env import TestEnv
+from sandbox.command import CommandLimits, Mount, run_command
+
+__all__ = ["MAX_XML_BYTES", "Status", "SuiteRun", "node_id", "run_suite"]
+
+Status = Literal["passed", "failed", "skipped"]
+"""A test's status in one run (an error counts as failed)."""
+
+MAX_XML_BYTES = 32 * 1024 * 1024
+"""Largest JUnit XML read back from a sandbox."""
+_PROBLEMS_MAX = 5
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteRun:
+    """One pytest run in the sandbox, as the grader read it."""
+
+    statuses: dict[str, Status]
+    """Node id -> status, for every test case in the XML."""
+    exit_code: int | None
+    """pytest's exit code (``None``: killed at the time limit or not run)."""
+    timed_out: bool
+    """The run hit its wall clock."""
+    collected: int | None
+    """Tests the separate collection run listed (``None`` when it was not run)."""
+    problems: tuple[str, ...]
+    """Why the run cannot be believed (empty when it can)."""
+    wall_s: float
+    """Seconds the test run took."""
+
+    @property
+    def reliable(self) -> bool:
+        """True when the XML, the exit code and the collection agree."""
+        return not self.problems
+
+
+def run_suite(
+    tree: Path,
+    env: TestEnv,
+    targets: Sequence[str],
+    limits: CommandLimits,
+    *,
+    collect: bool,
+) -> SuiteRun:
+    """Run pytest over ``targets`` (files or node ids; all tests when empty) in a copy of ``tree``.
+
+    Args:
+        tree: The work tree (not modified: the sandbox gets a copy).
+        env: The test environment.
+        targets: pytest arguments naming what to run.
+        limits: Limits of each sandbox.
+        collect: Also list the tests in a separate sandbox, for the cross-check.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="gradebox-run-"))
+    try:
+        scratch.chmod(0o755)
+        listed = _collect(tree, env, targets, limits, scratch) if collect else None
+        (scratch / "out").mkdir()
+        export(tree, scratch / "repo")
+        mounts = [
+            Mount(scratch / "repo", "/repo", writable=True),
+            Mount(scratch / "out", "/out", writable=True),
+            Mount(env.path, str(env.path)),
+        ]
+        argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, "--junitxml=/out/junit.xml", *targets]
+        res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=limits)
+        if res.status == "infra_error":
+            return SuiteRun({}, None, False, None, (f"sandbox: {res.infra_error}",), res.wall_s)
+        statuses, problems = _read_xml(scratch / "out" / "junit.xml", scratch / "repo")
+        problems += _cross_check(statuses, res.exit_code, listed, collect=collect)
+        if res.status == "timeout":
+            problems.insert(0, f"the test run hit its {limits.timeout_s:g} s limit")
+        return SuiteRun(
+            statuses,
+            res.exit_code,
+            res.status == "timeout",
+            None if listed is None else len(listed),
+            tuple(problems[:_PROBLEMS_MAX]),
+            round(res.wall_s, 3),
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+_PYTEST_OPTS = [
+    "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q", "--color=no",
+    "-o", "console_output_style=classic",
+]  # fmt: skip
+
+
+def _env(env: TestEnv) -> dict[str, str]:
+    return {"PATH": f"{env.path}/bin:/usr/bin:/bin", "PYTHONPATH": "/repo/src:/repo"}
+
+
+def _collect(
+    tree: Path, env: TestEnv, targets: Sequence[str], limits: CommandLimits, scratch: Path
+) -> set[str] | None:
+    export(tree, scratch / "collect")
+    mounts = [Mount(scratch / "collect", "/repo", writable=True), Mount(env.path, str(env.path))]
+    argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, "--collect-only", *targets]
+    lim = dataclasses.replace(limits, output_bytes=4 * 1024 * 1024)
+    res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=lim)
+    shutil.rmtree(scratch / "collect", ignore_errors=True)
+    if res.status != "exited" or res.stdout.endswith("[output truncated]"):
+        return None
+    return {ln.strip() for ln in res.stdout.splitlines() if "::" in ln and " " not in ln.strip()}
+
+
+def _read_xml(path: Path, tree: Path) -> tuple[dict[str, Status], list[str]]:
+    try:
+        if path.is_symlink() or not path.is_file():
+            return {}, ["pytest wrote no JUnit XML"]
+        if path.stat().st_size > MAX_XML_BYTES:
+            return {}, [f"the JUnit XML is larger than {MAX_XML_BYTES} bytes"]
+        root = SafeET.parse(str(path)).getroot()
+        if root is None:
+            return {}, ["the JUnit XML is empty"]
+    except (OSError, ParseError, DefusedXmlException) as exc:
+        return {}, [f"the JUnit XML does not parse: {type(exc).__name__}"]
+    statuses: dict[str, Status] = {}
+    for case in root.iter("testcase"):
+        nid = node_id(case, tree)
+        if nid is not None:
+            statuses[nid] = _status(case)
+    return statuses, []
+
+
+def _status(case: Element) -> Status:
+    tags = {child.tag for child in case}
+    if tags & {"failure", "error"}:
+        return "failed"
+    return "skipped" if "skipped" in tags else "passed"
+
+
+def node_id(case: Element, tree: Path) -> str | None:
+    """The pytest node id of an xunit1 ``testcase`` (``file`` + classes + name)."""
+    name, file, classname = case.get("name"), case.get("file"), case.get("classname", "")
+    if not name:
+        return None
+    if not file:
+        parts = classname.split(".")
+        for cut in range(len(parts), 0, -1):
+            candidate = "/".join(parts[:cut]) + ".py"
+            if (tree / candidate).is_file():
+                file, classname = candidate, ".".join(parts)
+                break
+        else:
+            return None
+    module = file[:-3].replace("/", ".") if file.endswith(".py") else file
+    classes = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
+    return "::".join([file, *[c for c in classes.split(".") if c], name])
+
+
+def _cross_check(
+    statuses: dict[str, Status], exit_code: int | None, listed: set[str] | None, *, collect: bool
+) -> list[str]:
+    problems = []
+    failing = any(s == "failed" for s in statuses.values())
+    if not statuses:
+        problems.append("no test results were parsed")
+    if exit_code is not None:
+        if exit_code not in (0, 1):
+            problems.append(f"pytest exited {exit_code} (not a test outcome)")
+        elif exit_code == 1 and not failing:
+            problems.append("pytest exited 1 but the XML lists no failing test")
+        elif exit_code == 0 and failing:
+            problems.append("pytest exited 0 but the XML lists failing tests")
+    if listed is not None:
+        missing = sorted(listed - set(statuses))
+        if missing:
+            problems.append(f"{len(missing)} collected test(s) have no result, e.g. {missing[0]}")
+    elif collect:
+        problems.append("the separate collection run failed")
+    return problems

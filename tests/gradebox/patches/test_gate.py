@@ -1,0 +1,181 @@
+"""The patch gate end to end on the fixture repository: real git, real bubblewrap, real pytest.
+
+Each "done means" case of the gate is one test here; the fixture repository is
+described in ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from gradebox.patches import TestIds, run_gate
+
+CONFTEST_FORGE = '''import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+'''
+
+
+def edit(path: str, old: str, new: str):
+    def do(root: Path) -> None:
+        p = root / path
+        p.write_text(p.read_text().replace(old, new))
+
+    return do
+
+
+def both(*edits):
+    def do(root: Path) -> None:
+        for e in edits:
+            e(root)
+
+    return do
+
+
+def write(path: str, text: str):
+    def do(root: Path) -> None:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+    return do
+
+
+def test_the_fix_passes(repo, config, spec, fix):
+    row = run_gate(spec(repo, repo.patch(fix)), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert row["apply"]["strategy"] == "git_apply"
+    assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "F2P"}
+    assert set(row["tests"]["pass_to_pass"].values()) == {"P2P"}
+    assert row["tests"]["head"]["collected"] == 3
+    assert row["diff"]["files"] == 1 and row["diff"]["added"] == 1
+
+
+def test_a_fix_that_breaks_another_test_fails_with_the_p2f_listed(repo, config, spec, fix):
+    breaks = edit("calc/ops.py", "return [x * k for x in xs]", "return [x + k for x in xs]")
+    row = run_gate(spec(repo, repo.patch(both(fix, breaks))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "pass_to_pass"), row
+    assert row["tests"]["pass_to_pass"]["tests/test_ops.py::test_scale"] == "P2F"
+    assert row["tests"]["by_category"]["P2F"] == ["tests/test_ops.py::test_scale"]
+    assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "F2P"}
+
+
+def test_without_the_fix_the_fail_to_pass_test_decides(repo, config, spec):
+    noop = edit("calc/ops.py", '"""Small arithmetic helpers."""', '"""Arithmetic helpers."""')
+    row = run_gate(spec(repo, repo.patch(noop)), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "fail_to_pass")
+    assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "F2F"}
+
+
+def test_a_conftest_that_rewrites_reports_fails_as_touching_tests(repo, config, spec):
+    row = run_gate(spec(repo, repo.patch(write("conftest.py", CONFTEST_FORGE))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_touches_tests"), row
+    assert row["apply"]["protected"] == ["conftest.py"]
+    assert row["tests"] is None  # nothing of the patch ever ran
+
+
+def test_stripping_protected_files_grades_the_rest(repo, config, spec, fix):
+    patch = repo.patch(both(fix, write("tests/conftest.py", CONFTEST_FORGE)))
+    cfg = dataclasses.replace(config, protect_mode="strip")
+    row = run_gate(spec(repo, patch), cfg).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert row["apply"]["stripped"] == ["tests/conftest.py"]
+    # and the forging conftest alone, stripped, leaves the bug in place
+    row = run_gate(spec(repo, repo.patch(write("conftest.py", CONFTEST_FORGE))), cfg).to_row()
+    assert row["verdict"] == "fail" and row["reason"] in ("empty_patch", "fail_to_pass")
+
+
+def test_an_unprotected_forging_conftest_is_caught_by_the_tamper_scan(repo, config, spec):
+    row = run_gate(
+        spec(repo, repo.patch(write("conftest.py", CONFTEST_FORGE)), protect=()), config
+    ).to_row()
+    # The forge works in-process (every report says passed, the exit code agrees):
+    # with protection switched off, only the tamper scan stands between it and a pass.
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tamper_risk"), row
+    assert {"path": "conftest.py", "line": 1, "rule": "T001", "what": "imports pytest"} in row[
+        "tamper"
+    ]
+
+
+def test_deleting_the_failing_test_fails(repo, config, spec):
+    drop = edit("tests/test_ops.py", "def test_mean():\n    assert mean([1, 2, 3]) == 2\n", "")
+    patch = repo.patch(drop)
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_touches_tests")
+    row = run_gate(spec(repo, patch, protect=()), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "fail_to_pass"), row
+    assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "not_run"}
+    assert row["tests"]["not_run"] == ["tests/test_ops.py::test_mean"]
+
+
+def test_a_patch_that_does_not_apply_is_apply_failed(repo, config, spec):
+    patch = (
+        "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n"
+        "@@ -1,3 +1,3 @@\n def nothing_like_this():\n-    return 1\n+    return 2\n pass\n"
+    )
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "apply_failed"), row
+    assert row["apply"]["strategy"] is None and row["apply"]["detail"]
+
+
+def test_an_empty_patch_fails_as_empty(repo, config, spec):
+    row = run_gate(spec(repo, ""), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "empty_patch")
+
+
+def test_fuzzy_context_falls_down_the_ladder(repo, config, spec, fix):
+    patch = repo.patch(fix).replace(" def mean(xs):", " def mean(values):")
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert row["apply"]["strategy"] == "patch_fuzz", row
+    assert row["verdict"] == "pass"
+
+
+def test_head_revision_input_is_the_same_as_its_diff(repo, config, spec, fix):
+    head = repo.commit(fix, "fix mean")
+    row = run_gate(dataclasses.replace(spec(repo, None), head=head), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+
+
+def test_hidden_test_patch_goes_in_after_and_touched_tests_are_restored(repo, config, spec, fix):
+    hidden = repo.patch(
+        edit(
+            "tests/test_ops.py",
+            "def test_mean():",
+            "def test_mean_one():\n    assert mean([4]) == 4\n\n\ndef test_mean():",
+        )
+    )
+    weaken = edit("tests/test_ops.py", "assert mean([1, 2, 3]) == 2", "assert True")
+    ids = TestIds(("tests/test_ops.py::test_mean", "tests/test_ops.py::test_mean_one"), "auto")
+    cheat = spec(repo, repo.patch(weaken), tests=ids, test_patch=hidden, protect=())
+    row = run_gate(cheat, config).to_row()
+    assert row["apply"]["restored"] == ["tests/test_ops.py"]
+    assert row["apply"]["test_patch"] == "applied"
+    assert row["tests"]["fail_to_pass"] == {
+        "tests/test_ops.py::test_mean": "F2F",
+        "tests/test_ops.py::test_mean_one": "F2F",
+    }
+    honest = spec(repo, repo.patch(fix), tests=ids, test_patch=hidden)
+    row = run_gate(honest, config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert set(row["tests"]["pass_to_pass"]) == set(
+        ["tests/test_ops.py::test_add", "tests/test_ops.py::test_scale"]
+    )
+
+
+def test_a_flaky_pass_to_pass_test_is_quarantined_not_failing(flaky_repo, config, spec, fix):
+    # test_coin fails half of the time: ten base runs all agreeing has odds 2/1024.
+    cfg = dataclasses.replace(config, base_runs=10)
+    ids = TestIds(("tests/test_ops.py::test_mean",), "auto")
+    row = run_gate(spec(flaky_repo, flaky_repo.patch(fix), tests=ids), cfg).to_row()
+    assert row["tests"]["quarantined"] == ["tests/test_flaky.py::test_coin"], row
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert "tests/test_flaky.py::test_coin" not in row["tests"]["pass_to_pass"]
+    assert row["tests"]["base_runs"] == 10
+    listed = TestIds(("tests/test_ops.py::test_mean",), ("tests/test_flaky.py::test_coin",))
+    row = run_gate(spec(flaky_repo, flaky_repo.patch(fix), tests=listed), cfg).to_row()
+    assert row["verdict"] == "pass" and row["tests"]["pass_to_pass"] == {}
