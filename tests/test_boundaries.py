@@ -66,6 +66,8 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite"}
     | {"gradebox.reports"},
     "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
+    # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
+    "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
     "gradebox.patches": _RECORDS | {"gradebox.patches"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve

@@ -70,6 +70,14 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     show_default=True,
     help="Candidates graded at once (isolated workers).",
 )
+@click.option(
+    "--scheduler",
+    metavar="local:N|tcp://HOST:PORT",
+    callback=lambda _ctx, _param, value: _scheduler(value),
+    help="Grade on a Dask cluster: local:N starts N worker processes here (--jobs slots "
+    "each); tcp:// or tls:// joins a scheduler whose workers run 'gradebox worker'. "
+    "Extraction, static layers and the judge stay here; rows are the same.",
+)
 @isolation_option
 @limit_options
 @sandbox_python_option
@@ -200,13 +208,7 @@ def run(config: RunConfig) -> int:
         # Workers start (and prove their isolation) while the inputs are read and the
         # later stages set up; bad input still stops the run before any grading.
         with ThreadPoolExecutor(max_workers=1) as starter:
-            pending = starter.submit(
-                open_sandbox,
-                config.isolation,
-                config.limits,
-                workers=config.jobs,
-                python=str(config.sandbox_python) if config.sandbox_python else None,
-            )
+            pending = starter.submit(_open_sandbox, config)
             try:
                 inputs = load_inputs(
                     config.hidden,
@@ -304,7 +306,12 @@ def _grade(
     used = _used(config, inputs, sandbox, stages) if config.run_dir is not None else None
     output = RunOutput(config, used.prints if used else None)
     plan = output.todo(inputs.samples)
-    jobs = max(1, min(config.jobs, len(plan.todo)))
+    width = config.jobs
+    if config.scheduler is not None:
+        from gradebox.cluster.coordinator import ClusterSandbox  # noqa: PLC0415 - loads Dask
+
+        width = sandbox.in_flight if isinstance(sandbox, ClusterSandbox) else width
+    jobs = max(1, min(width, len(plan.todo)))
     if not sandbox.isolated:
         click.echo("WARNING: --isolation none: candidates run WITHOUT isolation", err=True)
     if plan.kept:
@@ -328,6 +335,9 @@ def _grade(
 
         fresh = grade_all(grader, plan.todo, pool, on_row=tick, stages=stages.all)
         rows = list(output.stream(inputs.samples, fresh))
+    lost = getattr(sandbox, "lost", None)
+    if lost:
+        click.echo(f"gradebox grade: {lost}: run again with --run-dir to grade the rest", err=True)
     summary = summarize(rows)
     summary["suite"] = prepared
     if output.run is not None:
@@ -451,7 +461,7 @@ def _manifest(
         "judge_base_url": judge.base_url if judge else None,
         "rubric_digests": digests,
         "tools": {"sandbox_python": used.tools["sandbox_python"]} if used else {},
-        "options": {**config.options(), "jobs": config.jobs},
+        "options": {**config.options(), "jobs": config.jobs, "scheduler": config.scheduler},
         "argv": list(config.argv),
     }
 
@@ -472,6 +482,37 @@ def _reports(config: RunConfig, inputs: RunInputs) -> Reports:
         static=config.static is not None,
         version=importlib.metadata.version("gradebox"),
     )
+
+
+def _scheduler(value: str | None) -> str | None:
+    """Check ``--scheduler`` (a usage error when malformed)."""
+    from gradebox.cluster.address import parse_scheduler  # noqa: PLC0415
+
+    if value is not None:
+        try:
+            parse_scheduler(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from exc
+    return value
+
+
+def _open_sandbox(config: RunConfig) -> Sandbox:
+    """This machine's sandbox pool, or the cluster ``--scheduler`` names."""
+    python = str(config.sandbox_python) if config.sandbox_python else None
+    if config.scheduler is None:
+        return open_sandbox(config.isolation, config.limits, workers=config.jobs, python=python)
+    from gradebox.cluster.address import parse_scheduler  # noqa: PLC0415 - loads Dask on use
+    from gradebox.cluster.coordinator import ClusterOptions, open_cluster  # noqa: PLC0415
+
+    address = parse_scheduler(config.scheduler)
+    if address.address is not None and not address.tls:
+        click.echo(
+            "gradebox grade: warning: tcp:// is unauthenticated: anyone who can reach the "
+            "scheduler can run code on its workers and read task sets (use tls://)",
+            err=True,
+        )
+    options = ClusterOptions(address, config.isolation, config.limits, config.jobs, python)
+    return open_cluster(options)
 
 
 @contextlib.contextmanager

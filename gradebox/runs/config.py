@@ -122,6 +122,9 @@ class RunConfig:
     """Print the summary as JSON."""
     argv: tuple[str, ...] = ()
     """The command line, for the manifest."""
+    scheduler: str | None = None
+    """``--scheduler``: ``local:N`` or a Dask scheduler's address; ``None``: this machine's
+    pool. Not a grade option (rows are the same either way), so not fingerprinted."""
 
     def options(self) -> dict[str, Any]:
         """The options that change a grade, as plain JSON (for the fingerprint and manifest)."""
@@ -194,6 +197,7 @@ def build_config(
         gate_exit=opts["gate_exit"],
         as_json=opts["as_json"],
         argv=argv,
+        scheduler=opts.get("scheduler"),
     )
 
 
