@@ -39,6 +39,7 @@ __all__ = [
     "Json",
     "StaticFinding",
     "StaticReport",
+    "TaskKind",
     "TestsReport",
 ]
 
@@ -52,12 +53,18 @@ Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | 
 _FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "not_raised", "crash")
 Cap = Literal["memory", "processes"]
 """A cap on a candidate's whole process tree."""
+TaskKind = Literal["stdio", "program"]
+"""A row's ``kind`` when its task is not a function task."""
 
 
 def _word(value: Any, vocabulary: tuple[str, ...], what: str) -> Any:
     if value not in vocabulary:
         raise ValueError(f"{what}: {value!r} is not one of {', '.join(vocabulary)}")
     return value
+
+
+def _kind(value: Any) -> TaskKind | None:
+    return None if value is None else cast(TaskKind, _word(value, get_args(TaskKind), "kind"))
 
 
 def _strs(value: Any, what: str) -> tuple[str, ...]:
@@ -118,6 +125,10 @@ class TestsReport:
     caps_hit: tuple[Cap, ...] = ()
     """Caps on the whole process tree the candidate ran into (``memory``,
     ``processes``): why a fork bomb timed out, for instance."""
+    kind: TaskKind | None = None
+    """``program`` when a test program ran in the candidate's process (its outcomes
+    are only as trustworthy as that process: see SECURITY.md), ``stdio`` for a
+    stdin/stdout task, ``None`` for a function task (the row has no ``kind``)."""
 
     @property
     def failed(self) -> list[int]:
@@ -282,6 +293,8 @@ class Grade:
             row["counterexample"] = t.counterexample
         if t.caps_hit:
             row["caps_hit"] = list(t.caps_hit)
+        if t.kind is not None:
+            row["kind"] = t.kind
         return row
 
     @classmethod
@@ -307,6 +320,7 @@ class Grade:
                 caps_hit=tuple(
                     _word(c, get_args(Cap), "caps_hit") for c in _strs(row.get("caps_hit", []), "c")
                 ),
+                kind=_kind(row.get("kind")),
             )
             verdict = Verdict(
                 _word(row["verdict"], get_args(VerdictName), "verdict"),

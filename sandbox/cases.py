@@ -378,10 +378,16 @@ def parse_hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | No
         The case (``None`` when it cannot be built) and the problems found.
     """
     problems = _fn_problems(obj["fn"])
-    args, kwargs, expect, error = _decode_call(obj, "", problems)
+    kind = obj.get("kind", "function")
+    if kind == "function":
+        args, kwargs, expect, error = _decode_call(obj, "", problems)
+    else:  # stdio: expect is plain text (the schema says so); program: no values at all
+        args, kwargs, expect, error = (), {}, obj.get("expect"), None
+    if kind == "program":
+        problems += _program_problems(obj["program"])
     if problems:
         return None, problems
-    tol, timeout_s = obj.get("tol"), obj.get("timeout_s")
+    tol, rel_tol, timeout_s = obj.get("tol"), obj.get("rel_tol"), obj.get("timeout_s")
     case = HiddenCase(
         fn=obj["fn"],
         args=args,
@@ -392,10 +398,28 @@ def parse_hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | No
         timeout_s=None if timeout_s is None else float(timeout_s),
         name=obj.get("name"),
         line=number,
-        args_wire=obj["args"],
+        kind=kind,
+        compare=obj.get("compare"),
+        rel_tol=None if rel_tol is None else float(rel_tol),
+        stdin=obj.get("stdin", ""),
+        program=obj.get("program", ""),
+        test=obj.get("test", ""),
+        args_wire=obj.get("args", []),
         kwargs_wire=obj.get("kwargs", {}),
     )
     return case, []
+
+
+def _program_problems(source: str) -> list[str]:
+    """A test program must compile here: a syntax error is the task's fault, not a candidate's."""
+    try:
+        compile(source, "<test>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        return [f"program: does not compile{where}: {_clip(str(exc))}"]
+    except RecursionError:
+        return ["program: nested too deeply"]
+    return []
 
 
 def parse_public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | None, list[str]]:

@@ -19,26 +19,31 @@ Rules, at every depth:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Hashable, Iterable
 from typing import Any, Final
 
+from sandbox.child.programs import TAMPERED
 from sandbox.child.wire import Opaque
 from sandbox.types import CaseResult, HiddenCase, Observation, RaisedInfo
 
-__all__ = ["judge_case", "values_equal"]
+__all__ = ["STDOUT_REL_TOL", "STDOUT_TOL", "judge_case", "stdout_equal", "values_equal"]
 
 _SCALARS: Final = (type(None), bool, int, float, str, bytes)
 _SEQUENCES: Final = (list, tuple)
 _SETS: Final = (set, frozenset)
 
 
-def values_equal(expected: Any, actual: Any, *, tol: float | None = None) -> bool:
+def values_equal(
+    expected: Any, actual: Any, *, tol: float | None = None, rel_tol: float | None = None
+) -> bool:
     """Compare two decoded values type-strictly.
 
     Args:
         expected: The expected value (plain data).
         actual: The candidate's value, as decoded from the wire.
         tol: Absolute tolerance, applied only where both sides are floats.
+        rel_tol: Relative tolerance (as :func:`math.isclose`), likewise.
 
     Returns:
         Whether the values are equal under the module's rules.
@@ -51,10 +56,15 @@ def values_equal(expected: Any, actual: Any, *, tol: float | None = None) -> boo
         >>> values_equal(1, True), values_equal([0.1 + 0.2], [0.3], tol=1e-9)
         (False, True)
     """
-    return _equal(expected, actual, tol)
+    tols = None if tol is None and rel_tol is None else (tol or 0.0, rel_tol or 0.0)
+    return _equal(expected, actual, tols)
 
 
-def _equal(a: object, b: object, tol: float | None) -> bool:
+_Tol = tuple[float, float] | None
+"""(absolute, relative) tolerance, or None for exact floats."""
+
+
+def _equal(a: object, b: object, tol: _Tol) -> bool:
     _check_type(a)
     _check_type(b)
     if type(a) is not type(b) or type(a) is Opaque:
@@ -76,15 +86,20 @@ def _check_type(v: object) -> None:
         raise TypeError(f"values_equal: {t.__module__}.{t.__qualname__} is not plain wire data")
 
 
-def _floats_equal(a: float, b: float, tol: float | None) -> bool:
+def _floats_equal(a: float, b: float, tol: _Tol) -> bool:
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b) or tol is None:
         return a == b
-    return abs(a - b) <= tol
+    return _close(a, b, tol)
 
 
-def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any], tol: float | None) -> bool:
+def _close(a: float, b: float, tol: tuple[float, float]) -> bool:
+    """``math.isclose`` with both tolerances, or exact equality (the float sum can overflow)."""
+    return a == b or math.isclose(a, b, rel_tol=tol[1], abs_tol=tol[0])
+
+
+def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any], tol: _Tol) -> bool:
     if len(a) != len(b):
         return False
     by_key = {_canon(k): v for k, v in b.items()}
@@ -97,7 +112,7 @@ def _dicts_equal(a: dict[Any, Any], b: dict[Any, Any], tol: float | None) -> boo
     return True
 
 
-def _sets_equal(a: Iterable[Any], b: Iterable[Any], tol: float | None) -> bool:
+def _sets_equal(a: Iterable[Any], b: Iterable[Any], tol: _Tol) -> bool:
     """Compare set elements; with ``tol``, find a one-to-one matching."""
     if tol is None:
         return _canon_set(a) == _canon_set(b)
@@ -139,7 +154,7 @@ def _holds_float(v: object) -> bool:
     return False
 
 
-def _float_sets_equal(a: list[float], b: list[float], tol: float) -> bool:
+def _float_sets_equal(a: list[float], b: list[float], tol: tuple[float, float]) -> bool:
     """Match two sets of floats within ``tol``.
 
     nan and infinities must appear on both sides; finite values are paired in
@@ -151,10 +166,10 @@ def _float_sets_equal(a: list[float], b: list[float], tol: float) -> bool:
     finite_b = sorted(x for x in b if math.isfinite(x))
     if special_a != special_b or len(finite_a) != len(finite_b):
         return False
-    return all(abs(x - y) <= tol for x, y in zip(finite_a, finite_b, strict=True))
+    return all(_close(x, y, tol) for x, y in zip(finite_a, finite_b, strict=True))
 
 
-def _match_all(a: list[Any], b: list[Any], tol: float) -> bool:
+def _match_all(a: list[Any], b: list[Any], tol: tuple[float, float]) -> bool:
     """Whether a perfect matching of ``a`` to ``b`` under ``_equal`` exists.
 
     Kuhn's augmenting paths: closeness within ``tol`` is not transitive, so a
@@ -255,9 +270,15 @@ def judge_case(case: HiddenCase, obs: Observation) -> CaseResult:
 
 
 def _judge_returned(case: HiddenCase, value: object) -> CaseResult:
+    if case.kind == "stdio":
+        return _judge_stdout(case, value)
+    if case.kind == "program":
+        return _judge_test(value)
     if case.error is not None:
         return CaseResult("not_raised", "no exception raised")
-    if values_equal(case.expect, value, tol=case.tol):
+    if values_equal(case.expect, value, tol=case.tol, rel_tol=case.rel_tol):
+        return CaseResult("ok")
+    if case.compare == "python" and _python_equal(case.expect, value):
         return CaseResult("ok")
     if type(value) is Opaque:
         return CaseResult("wrong", "returned an object that is not plain data")
@@ -266,9 +287,102 @@ def _judge_returned(case: HiddenCase, value: object) -> CaseResult:
     return CaseResult("wrong", "returned a different value")
 
 
+def _python_equal(expected: object, actual: object) -> bool:
+    """The benchmark harness's own ``==``, on plain decoded data.
+
+    No candidate code runs: an Opaque value equals nothing.
+    """
+    if _holds_opaque(actual):
+        return False
+    try:
+        return bool(expected == actual)
+    except RecursionError:
+        return False
+
+
+def _holds_opaque(v: object) -> bool:
+    if type(v) is Opaque:
+        return True
+    if isinstance(v, dict):
+        return any(_holds_opaque(k) or _holds_opaque(x) for k, x in v.items())
+    if isinstance(v, list | tuple | set | frozenset):
+        return any(_holds_opaque(x) for x in v)
+    return False
+
+
+#: A token that is a number: optional sign, digits with an optional fraction, exponent.
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+#: Tolerances of numeric stdout tokens when a case sets neither ``tol`` nor ``rel_tol``.
+STDOUT_TOL: Final = 1e-9
+STDOUT_REL_TOL: Final = 1e-9
+
+
+def stdout_equal(
+    expected: str,
+    actual: str,
+    *,
+    compare: str | None = None,
+    tol: float | None = None,
+    rel_tol: float | None = None,
+) -> bool:
+    r"""Compare a program's stdout with the expected text.
+
+    ``exact`` compares the texts as they are. ``tokens`` (the default) splits both
+    on whitespace (so line endings, trailing blanks and blank lines do not
+    count), then compares token by token: equal text, or both numbers within
+    the tolerances (integers with no tolerance compare exactly, as integers).
+
+    Example:
+        >>> stdout_equal("0.3333333333\n", "0.333333333333"), stdout_equal("1 2", "1  2\n")
+        (True, True)
+    """
+    if compare == "exact":
+        return expected == actual
+    want, got = expected.split(), actual.split()
+    if len(want) != len(got):
+        return False
+    if tol is None and rel_tol is None:
+        tol, rel_tol = STDOUT_TOL, STDOUT_REL_TOL
+    tols = (tol or 0.0, rel_tol or 0.0)
+    return all(w == g or _numbers_close(w, g, tols) for w, g in zip(want, got, strict=True))
+
+
+def _numbers_close(want: str, got: str, tol: tuple[float, float]) -> bool:
+    if not (_NUMBER.fullmatch(want) and _NUMBER.fullmatch(got)):
+        return False
+    if _INTEGER.fullmatch(want) and _INTEGER.fullmatch(got) and len(want) + len(got) > 30:
+        return int(want) == int(got)  # big integers: floats would round them together
+    try:
+        a, b = float(want), float(got)
+    except (ValueError, OverflowError):
+        return False
+    return math.isfinite(a) and math.isfinite(b) and _close(a, b, tol)
+
+
+def _judge_stdout(case: HiddenCase, value: object) -> CaseResult:
+    if type(value) is not str or type(case.expect) is not str:
+        return CaseResult("wrong", "the program's output is not text")
+    if stdout_equal(case.expect, value, compare=case.compare, tol=case.tol, rel_tol=case.rel_tol):
+        return CaseResult("ok")
+    return CaseResult("wrong", "printed a different output")
+
+
+def _judge_test(value: object) -> CaseResult:
+    if value is True:
+        return CaseResult("ok")
+    if type(value) is str and value.startswith(TAMPERED):
+        return CaseResult("wrong", "test program: " + value[len(TAMPERED) :][:200])
+    return CaseResult("crash", "malformed test result")
+
+
 def _judge_raised(case: HiddenCase, raised: RaisedInfo | None) -> CaseResult:
     if raised is None:
         return CaseResult("error", "raised an exception of unknown type")
+    if case.kind == "program" and "builtins.AssertionError" in raised.mro:
+        return CaseResult("wrong", "the test failed")
+    if case.kind == "stdio":
+        return CaseResult("error", f"the program raised {_describe(raised)}")
     if case.error is not None and case.error in raised.mro:
         return CaseResult("ok")
     return CaseResult("error", f"raised {_describe(raised)}")

@@ -33,7 +33,15 @@ from sandbox.backends import Backend, find_python, get_backend
 from sandbox.cgroups import TreeCap, find_tree_cap
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
-from sandbox.types import HiddenCase, Limits, Observation, RaisedInfo, RunResult, make_case
+from sandbox.types import (
+    HiddenCase,
+    Limits,
+    Observation,
+    RaisedInfo,
+    RunResult,
+    job_cases,
+    make_case,
+)
 from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted
 
 __all__ = ["Sandbox", "open_sandbox"]
@@ -154,14 +162,7 @@ class Sandbox:
             "tree_capped": self._tree_cap is not None,
             "code": code,
             "fn": fn,
-            "cases": [
-                {
-                    "args": c.args_wire,
-                    "kwargs": c.kwargs_wire,
-                    "timeout_s": c.timeout_s or lim.case_timeout_s,
-                }
-                for c in cases
-            ],
+            **job_cases(cases, lim.case_timeout_s),
         }
         t0 = time.monotonic()
         worker = self._checkout()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sandbox.child.wire import to_wire
 
 __all__ = [
+    "CaseKind",
     "CaseOutcome",
     "CaseResult",
+    "Compare",
     "HiddenCase",
     "Limits",
     "Observation",
@@ -17,6 +20,7 @@ __all__ = [
     "PublicTask",
     "RaisedInfo",
     "RunResult",
+    "job_cases",
     "make_case",
 ]
 
@@ -24,6 +28,17 @@ CaseOutcome = Literal["ok", "wrong", "error", "not_raised", "timeout", "crash", 
 """How one hidden case ended for one candidate, after comparison: ``error`` is an
 exception raised where none (or another) was expected, ``not_raised`` a value
 returned where the case expected an exception."""
+
+CaseKind = Literal["function", "stdio", "program"]
+"""What a hidden case runs: ``function`` calls the task's function with arguments;
+``stdio`` runs the candidate as a program with ``stdin`` and compares its stdout;
+``program`` runs one test of a test program against the candidate, in its process."""
+
+Compare = Literal["strict", "python", "tokens", "exact"]
+"""How a case's result is compared: ``strict`` (type-strict, the default of
+function cases) or ``python`` (the benchmark harness's own ``==``) for function
+cases; ``tokens`` (whitespace-normalised, numbers within ``tol``/``rel_tol``, the
+default of stdio cases) or ``exact`` (byte for byte) for stdio cases."""
 
 ObservationStatus = Literal["returned", "raised", "unserializable", "timeout", "crash", "not_run"]
 """What the sandbox saw for one case, before comparison."""
@@ -51,6 +66,19 @@ class HiddenCase:
     """A readable label; shown only with ``--explain``."""
     line: int = 0
     """Line number in the source file, for messages."""
+    kind: CaseKind = "function"
+    """What the case runs (see :data:`CaseKind`)."""
+    compare: Compare | None = None
+    """How the result is compared; ``None`` is the kind's default."""
+    rel_tol: float | None = None
+    """Relative tolerance where both sides are floats (numbers, for stdio)."""
+    stdin: str = ""
+    """Standard input of a ``stdio`` case (its expected stdout is ``expect``)."""
+    program: str = ""
+    """Source of the test program of a ``program`` case (it runs in the sandbox)."""
+    test: str = ""
+    """The test this ``program`` case runs: a function of the program taking no
+    arguments, or ``Class.method`` of a ``unittest.TestCase`` class."""
     args_wire: list[Any] = field(default_factory=list)
     """The positional arguments as tagged JSON, exactly as sent to the sandbox."""
     kwargs_wire: dict[str, Any] = field(default_factory=dict)
@@ -176,6 +204,28 @@ class RunResult:
     caps_hit: tuple[str, ...] = ()
     """The caps on the whole process tree the candidate ran into (``memory``,
     ``processes``), read from its worker's cgroup; empty without tree limits."""
+
+
+def job_cases(cases: Sequence[HiddenCase], default_timeout_s: float) -> dict[str, Any]:
+    """The ``cases`` and ``programs`` of a sandbox job: what goes into the sandbox.
+
+    Function cases carry their arguments, stdio cases their stdin, program cases
+    the index of their test program and the test's name. Expected values never
+    go in (a test program holds its own, which is why its row says ``program``).
+    """
+    programs: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    for c in cases:
+        item: dict[str, Any] = {"timeout_s": c.timeout_s or default_timeout_s}
+        if c.kind == "function":
+            item.update(args=c.args_wire, kwargs=c.kwargs_wire)
+        elif c.kind == "stdio":
+            item.update(kind="stdio", stdin=c.stdin)
+        else:
+            index = programs.setdefault(c.program, len(programs))
+            item.update(kind="program", program=index, test=c.test)
+        out.append(item)
+    return {"cases": out, "programs": list(programs)}
 
 
 def make_case(

@@ -53,7 +53,8 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 
 MODULES = _modules()
-_HARNESS = {"wire", "region", "sandbox.child", "sandbox.child.wire", "sandbox.child.region"}
+_HARNESS = {"wire", "region", "programs", "sandbox.child"}
+_HARNESS |= {"sandbox.child.wire", "sandbox.child.region", "sandbox.child.programs"}
 
 
 _RECORDS = {"gradebox.grade", "gradebox.model", "gradebox.verdict", "gradebox.errors"}
@@ -68,6 +69,7 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
     "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
+    "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks"},
     "gradebox.patches": _RECORDS | {"gradebox.patches"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve

@@ -20,7 +20,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from gradebox.grade import MAX_TEXT, GateReport, Grade, Json, TestsReport
+from gradebox.grade import MAX_TEXT, GateReport, Grade, Json, TaskKind, TestsReport
 from gradebox.model import Sample, Task
 from gradebox.pipeline.core import CHUNK, Graded, Stage, finish, stream
 from gradebox.pipeline.extract import Extraction, extract
@@ -238,6 +238,7 @@ class Grader:
             explain=explain,
             counterexample=counterexample,
             caps_hit=tuple(c for c in ("memory", "processes") if run and c in run.caps_hit),
+            kind=_kind(task.cases),
         )
         return Graded(
             sample_id=sample.id,
@@ -247,6 +248,17 @@ class Grader:
             public=pub,
             tests=tests,
         )
+
+
+def _kind(cases: Sequence[HiddenCase]) -> TaskKind | None:
+    """The row's ``kind``: ``program``, ``stdio`` or none (a function task).
+
+    ``program`` whenever any case runs a test program: it shares the candidate's process.
+    """
+    kinds = {c.kind for c in cases}
+    if "program" in kinds:
+        return "program"
+    return "stdio" if "stdio" in kinds else None
 
 
 def _outcomes(cases: Sequence[HiddenCase], run: RunResult | None) -> list[CaseOutcome]:

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 # -I leaves the script's own folder off sys.path; wire.py and region.py live beside us.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
-    from sandbox.child import wire
+    from sandbox.child import programs, wire
     from sandbox.child.region import (
         FRAME_SLACK,
         BadFrame,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         check_load_error,
     )
 else:
+    import programs
     import wire
     from region import FRAME_SLACK, BadFrame, Region, check_frame, check_load_error
 
@@ -215,35 +216,65 @@ def _encode_result(value: Any, cap: int) -> dict[str, Any]:
 
 
 def child_main(job: dict[str, Any], start: int, region: Region) -> None:
-    """Run cases ``start..`` of one candidate in this (already forked) process."""
+    """Run cases ``start..`` of one candidate in this (already forked) process.
+
+    Function and program cases load the candidate's module once and call into
+    it; stdio cases run the compiled module afresh per case as ``__main__``.
+    """
     cap = job["limits"]["result_bytes"]
+    cases = job["cases"]
+    kinds = {c.get("kind", "function") for c in cases[start:]}
     namespace: dict[str, Any] = {"__name__": "candidate", "__builtins__": __builtins__}
+    tests = None
+    if "program" in kinds:  # before the candidate runs: the watch takes its baseline
+        tests = programs.Programs(job.get("programs", []), namespace, job["fn"])
+    fn: Any = None
     try:
         code = compile(job["code"], "<candidate>", "exec", dont_inherit=True)
-        exec(code, namespace)
-        fn = namespace.get(job["fn"])
-        if not callable(fn):
-            region.append({"load_error": f"no function named {job['fn']!r} is defined"})
-            return
+        if kinds != {"stdio"}:
+            exec(code, namespace)
+            fn = namespace.get(job["fn"])
+            if "function" in kinds and not callable(fn):
+                region.append({"load_error": f"no function named {job['fn']!r} is defined"})
+                return
     except BaseException as exc:
         region.append({"load_error": "module raised " + _exc_info(exc)["type"]})
         return
-    for i in range(start, len(job["cases"])):
-        case = job["cases"][i]
-        args = wire.from_wire(case["args"], allow_opaque=False)
-        kwargs = wire.from_wire(case["kwargs"], allow_opaque=False)
+    for i in range(start, len(cases)):
+        case = cases[i]
+        kind = case.get("kind", "function")
         t0 = time.monotonic()
         body: dict[str, Any]
-        try:
-            value = fn(*args, **kwargs)
-        except BaseException as exc:
-            body = {"status": "raised", "exc": _exc_info(exc)}
+        if kind == "stdio":
+            body = programs.run_stdio(code, case["stdin"], cap, _exc_info)
+        elif kind == "program" and tests is not None:
+            body = _run_test(tests, case)
         else:
-            body = _encode_result(value, cap)
+            body = _call(fn, case, cap)
         body["i"] = i
         body["duration_s"] = time.monotonic() - t0
         _flush()  # what it printed survives a kill during a later case
         region.append(body)
+
+
+def _call(fn: Any, case: dict[str, Any], cap: int) -> dict[str, Any]:
+    """One function case: call with the decoded arguments, encode what came back."""
+    args = wire.from_wire(case["args"], allow_opaque=False)
+    kwargs = wire.from_wire(case["kwargs"], allow_opaque=False)
+    try:
+        value = fn(*args, **kwargs)
+    except BaseException as exc:
+        return {"status": "raised", "exc": _exc_info(exc)}
+    return _encode_result(value, cap)
+
+
+def _run_test(tests: programs.Programs, case: dict[str, Any]) -> dict[str, Any]:
+    """One program case: ``True`` when the test passed, a tampering reason, or what it raised."""
+    try:
+        reason = tests.run(case["program"], case["test"])
+    except BaseException as exc:
+        return {"status": "raised", "exc": _exc_info(exc)}
+    return {"status": "returned", "value": programs.TAMPERED + reason if reason else True}
 
 
 def _flush() -> None:
@@ -634,8 +665,22 @@ def _check_job(job: Any) -> None:
         raise TypeError("job")
     if not isinstance(job["fn"], str) or not isinstance(job["cases"], list):
         raise TypeError("job")
+    programs_ = job.get("programs", [])
+    if not isinstance(programs_, list) or not all(isinstance(p, str) for p in programs_):
+        raise TypeError("programs")
     for case in job["cases"]:
         if not isinstance(case["timeout_s"], int | float):
+            raise TypeError("case")
+        kind = case.get("kind", "function")
+        if kind == "stdio" and not isinstance(case["stdin"], str):
+            raise TypeError("case")
+        if kind == "program" and not (
+            type(case["program"]) is int
+            and 0 <= case["program"] < len(programs_)
+            and isinstance(case["test"], str)
+        ):
+            raise TypeError("case")
+        if kind not in ("function", "stdio", "program"):
             raise TypeError("case")
     for key in ("candidate_timeout_s", "output_bytes", "result_bytes", "memory_mb"):
         if not isinstance(job["limits"][key], int | float):

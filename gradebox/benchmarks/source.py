@@ -1,0 +1,148 @@
+"""Reading benchmark files: JSON Lines (optionally gzipped), JSON arrays, Parquet-free.
+
+Every bad line is collected as ``file:line: what is wrong`` and raised together
+as :class:`~gradebox.errors.BadInput`: an import never silently drops a task.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import keyword
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradebox.errors import BadInput
+
+__all__ = ["Row", "field", "read_rows", "signature_of", "unique_fns"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One record of a benchmark file."""
+
+    line: int
+    """1-based line (JSON Lines) or index + 1 (a JSON array)."""
+    data: dict[str, Any]
+    """The decoded object (its fields are read through :func:`field`)."""
+
+
+def _text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise BadInput([f"{path}: no such file"]) from exc
+    except OSError as exc:
+        raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise BadInput([f"{path}: not a valid gzip file ({exc})"]) from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput([f"{path}: not valid UTF-8 (byte {exc.start + 1})"]) from exc
+
+
+def read_rows(path: Path) -> tuple[list[Row], list[str]]:
+    """Every object of a JSON Lines file, or of a JSON array file; ``.gz`` is read too.
+
+    Returns:
+        The records, and a ``file:line: what is wrong`` for each bad line (the
+        reader adds its own and raises them together).
+
+    Raises:
+        BadInput: The file is missing, unreadable, or has no record at all.
+    """
+    text = _text(path)
+    if text.lstrip().startswith("["):
+        return _array(path, text), []
+    rows, problems = [], []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        except (ValueError, RecursionError) as exc:
+            problems.append(f"{path}:{number}: invalid JSON: {str(exc)[:200]}")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{path}:{number}: not a JSON object")
+            continue
+        rows.append(Row(number, obj))
+    if not rows:
+        raise BadInput([*problems, f"{path}: no record"])
+    return rows, problems
+
+
+def _array(path: Path, text: str) -> list[Row]:
+    try:
+        items = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadInput([f"{path}: invalid JSON: {str(exc)[:200]}"]) from exc
+    if not isinstance(items, list):
+        raise BadInput([f"{path}: not a JSON array"])
+    bad = [
+        f"{path}: item {i + 1}: not a JSON object"
+        for i, o in enumerate(items)
+        if type(o) is not dict
+    ]
+    if bad:
+        raise BadInput(bad)
+    if not items:
+        raise BadInput([f"{path}: no record"])
+    return [Row(i + 1, o) for i, o in enumerate(items)]
+
+
+def field(row: Row, name: str, kind: type, problems: list[str], path: Path) -> Any:
+    """``row.data[name]`` when it has type ``kind``; else a problem naming file, line and field."""
+    value = row.data.get(name)
+    if type(value) is not kind or (kind is str and not value and name != "test_setup_code"):
+        what = "missing" if name not in row.data else f"not a {kind.__name__}"
+        problems.append(f"{path}:{row.line}: {name}: {what}")
+        return None
+    return value
+
+
+def signature_of(code: str, fn: str) -> str:
+    """The ``def`` line of ``fn`` in ``code`` (``""`` when it cannot be found)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == fn:
+            node.body, node.decorator_list = [ast.Expr(ast.Constant(...))], []
+            return ast.unparse(node).split("\n")[0].rstrip(":")
+    return ""
+
+
+def unique_fns(entries: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
+    """``(task_id, entry, fn)``, each task with its own ``fn``.
+
+    A second task whose entry point is taken gets ``<entry>_<number of its id>``.
+    """
+    taken: set[str] = set()
+    for task_id, entry in entries:
+        fn = entry
+        if fn in taken:
+            digits = "".join(c for c in task_id.rsplit("/", 1)[-1] if c.isdigit()) or "1"
+            fn = f"{entry}_{digits}"
+            n = 2
+            while fn in taken:
+                fn = f"{entry}_{digits}_{n}"
+                n += 1
+        taken.add(fn)
+        yield task_id, entry, fn
+
+
+def is_identifier(name: object) -> bool:
+    """A Python identifier that is not a keyword."""
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)

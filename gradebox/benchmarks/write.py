@@ -1,0 +1,209 @@
+"""Writing an import: the one place its lines are built.
+
+``hidden.jsonl``, ``public.jsonl``, ``reference.jsonl``, ``benchmark.jsonl``
+(benchmark ids and the code wrapped around completions, for samples files) and
+``import_report.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gradebox.benchmarks.records import Equality, Format, ImportedTask, Retyped, Skipped
+from gradebox.grade import Json
+from sandbox.child.wire import to_wire
+from sandbox.types import HiddenCase, PublicTask
+
+__all__ = ["ImportReport", "case_line", "public_line", "report_of", "write_import"]
+
+
+def case_line(case: HiddenCase) -> dict[str, Json]:
+    """One ``hidden.jsonl`` object (loadable by :func:`sandbox.cases.load_hidden`)."""
+    line: dict[str, Json] = {"fn": case.fn}
+    if case.kind == "stdio":
+        line.update(kind="stdio", stdin=case.stdin, expect=str(case.expect))
+    elif case.kind == "program":
+        line.update(kind="program", program=case.program, test=case.test)
+    else:
+        line["args"] = list(case.args_wire)
+        if case.kwargs_wire:
+            line["kwargs"] = dict(case.kwargs_wire)
+        if case.error is not None:
+            line["error"] = case.error.removeprefix("builtins.")
+        else:
+            line["expect"] = to_wire(case.expect)
+    for key, value in (
+        ("tol", case.tol),
+        ("rel_tol", case.rel_tol),
+        ("compare", case.compare),
+        ("timeout_s", case.timeout_s),
+        ("name", case.name),
+    ):
+        if value is not None:
+            line[key] = value
+    return line
+
+
+def public_line(task: PublicTask) -> dict[str, Json]:
+    """One ``public.jsonl`` object."""
+    line: dict[str, Json] = {"fn": task.fn, "spec": task.spec, "signature": task.signature}
+    if task.helpers_allowed:
+        line["helpers_allowed"] = True
+    return line
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an import did: the figures and every case that needs a person's eye."""
+
+    format: Format
+    """The benchmark format."""
+    source: str
+    """The file imported."""
+    tasks: int
+    """Tasks written."""
+    function_cases: int
+    """Cases converted to plain function cases (expected values outside the sandbox)."""
+    stdio_cases: int
+    """Stdin/stdout cases."""
+    program_cases: int
+    """Cases kept as tests of a test program (run with the candidate, in its process)."""
+    tasks_with_program_cases: int
+    """Tasks with at least one program case (their rows say ``kind: program``)."""
+    equality: Equality
+    """``strict`` or ``harness``."""
+    reference_checked: bool
+    """Whether the references ran (in the sandbox) to find lax comparisons."""
+    skipped: tuple[Skipped, ...]
+    """What was not imported, and why."""
+    retyped: tuple[Retyped, ...]
+    """Cases where the reference's value differs in type from the benchmark's literal."""
+    renamed: tuple[tuple[str, str, str], ...]
+    """``(task id, entry point, fn)`` where another task already had the entry point."""
+
+    def to_json(self) -> dict[str, Json]:
+        """The ``import_report.json`` object."""
+        return {
+            "format": self.format,
+            "source": self.source,
+            "tasks": self.tasks,
+            "cases": {
+                "function": self.function_cases,
+                "stdio": self.stdio_cases,
+                "program": self.program_cases,
+            },
+            "tasks_with_program_cases": self.tasks_with_program_cases,
+            "equality": self.equality,
+            "reference_checked": self.reference_checked,
+            "skipped": [{"task": s.task, "what": s.what, "why": s.why} for s in self.skipped],
+            "retyped": [
+                {
+                    "task": r.task,
+                    "case": r.case,
+                    "literal": r.literal,
+                    "reference": r.reference,
+                    "lax": r.lax,
+                    "became": r.became,
+                }
+                for r in self.retyped
+            ],
+            "renamed": [{"task": t, "entry_point": e, "fn": f} for t, e, f in self.renamed],
+        }
+
+    def summary(self) -> str:
+        """A few lines for a person."""
+        lines = [
+            f"imported {self.tasks} {self.format} tasks from {self.source}",
+            f"  cases: {self.function_cases} function (expected values outside the sandbox), "
+            f"{self.stdio_cases} stdio, {self.program_cases} test program "
+            f"(in {self.tasks_with_program_cases} tasks)",
+        ]
+        if self.retyped:
+            lines.append(
+                f"  {len(self.retyped)} cases where the reference's type differs from the "
+                f"literal (equality: {self.equality}); see import_report.json"
+            )
+        if self.renamed:
+            lines.append(f"  {len(self.renamed)} tasks renamed (entry point already taken)")
+        if self.skipped:
+            lines.append(
+                f"  skipped {len(self.skipped)}: "
+                + "; ".join(f"{s.task} {s.what}: {s.why}" for s in self.skipped[:5])
+                + (" ..." if len(self.skipped) > 5 else "")
+            )
+        if not self.reference_checked:
+            lines.append("  references not run: lax comparisons were not looked for")
+        return "\n".join(lines)
+
+
+def report_of(
+    fmt: Format,
+    source: str,
+    tasks: Sequence[ImportedTask],
+    skipped: Sequence[Skipped],
+    *,
+    equality: Equality,
+    reference_checked: bool,
+    entries: dict[str, str],
+) -> ImportReport:
+    """Count what ``tasks`` hold; ``entries`` maps task id to the benchmark's entry point."""
+    kinds = [c.kind for t in tasks for c in t.cases]
+    return ImportReport(
+        format=fmt,
+        source=source,
+        tasks=len(tasks),
+        function_cases=kinds.count("function"),
+        stdio_cases=kinds.count("stdio"),
+        program_cases=kinds.count("program"),
+        tasks_with_program_cases=sum(any(c.kind == "program" for c in t.cases) for t in tasks),
+        equality=equality,
+        reference_checked=reference_checked,
+        skipped=tuple(skipped),
+        retyped=tuple(r for t in tasks for r in t.retyped),
+        renamed=tuple(
+            (t.task_id, entries[t.task_id], t.fn) for t in tasks if entries[t.task_id] != t.fn
+        ),
+    )
+
+
+def _jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_import(out: Path, tasks: Sequence[ImportedTask], report: ImportReport) -> list[Path]:
+    """Write every file of an import into ``out`` (created); return the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        name: out / name
+        for name in (
+            "hidden.jsonl",
+            "public.jsonl",
+            "reference.jsonl",
+            "benchmark.jsonl",
+            "import_report.json",
+        )
+    }
+    _jsonl(paths["hidden.jsonl"], [case_line(c) for t in tasks for c in t.cases])
+    _jsonl(paths["public.jsonl"], [public_line(t.public) for t in tasks])
+    _jsonl(
+        paths["reference.jsonl"],
+        [{"fn": t.fn, "code": t.reference} for t in tasks if t.reference is not None],
+    )
+    _jsonl(
+        paths["benchmark.jsonl"],
+        [{"task_id": t.task_id, "fn": t.fn, "prefix": t.prefix, "suffix": t.suffix} for t in tasks],
+    )
+    paths["import_report.json"].write_text(
+        json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    written = list(paths.values())
+    if not any(t.reference is not None for t in tasks):
+        paths["reference.jsonl"].unlink()
+        written.remove(paths["reference.jsonl"])
+    return written

@@ -1,0 +1,275 @@
+"""Stdio and test-program cases, run inside the candidate's child process.
+
+Imported as plain ``programs`` by the harness (standard library only, no state
+at import) and as ``sandbox.child.programs`` by the tests.
+
+* **stdio**: the candidate's code runs as ``__main__`` once per case, with the
+  case's stdin on file descriptor 0 (a memfd, so ``input()``, ``sys.stdin``,
+  ``sys.stdin.buffer`` and ``open(0)`` all read it) and ``sys.stdout`` captured
+  into a capped buffer. The result is the captured text, a plain string: the
+  expected stdout never comes here, it is compared outside.
+* **program**: one test of a test program (a function taking no arguments, or
+  ``Class.method`` of a ``unittest.TestCase``) runs against the candidate, in
+  the candidate's process. Here the test holds its own expected values, so a
+  candidate that is determined enough can forge the outcome: the row says
+  ``kind: program``. What is detected of the known forgeries (:class:`Watch`):
+  the candidate returning an object of its own class that defines ``__eq__``
+  (or ``__ne__``, ``__bool__``...), inspecting frames that are not its own or
+  the garbage collector's object lists while it runs, and changes to
+  ``builtins``, ``math``, ``operator`` or ``unittest``'s classes and modules.
+  Exiting early (``sys.exit``, ``os._exit``) needs no detection: a test passes
+  only with its own result frame, published after the test returned.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import math
+import operator
+import os
+import sys
+import unittest
+import unittest.case
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["TAMPERED", "Programs", "Watch", "run_stdio"]
+
+#: A passing test whose run tripped a forgery check reports ``TAMPERED + reason``.
+TAMPERED = "tampered:"
+#: Special methods a value's class may not define in candidate code for a test to trust it.
+_EQ_METHODS = ("__eq__", "__ne__", "__bool__", "__len__", "__lt__", "__le__", "__gt__", "__ge__")
+#: Frame-reaching attributes audited as ``object.__getattr__``.
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
+_GC_EVENTS = frozenset({"gc.get_referrers", "gc.get_referents", "gc.get_objects"})
+_TYPE_DICT = type.__dict__["__dict__"]
+_TYPE_MRO = type.__dict__["__mro__"]
+_type = type
+_id = id
+
+
+class _Sink(io.RawIOBase):
+    """A writable raw stream that keeps the first ``cap`` bytes and notes overflow."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__()
+        self.cap = cap
+        self.data = bytearray()
+        self.overflow = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        chunk = bytes(b)
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.overflow = True
+        self.data += chunk[: max(room, 0)]
+        return len(chunk)
+
+
+def _feed_stdin(text: str) -> None:
+    """Put ``text`` on file descriptor 0 (a memfd) and a fresh ``sys.stdin`` over it."""
+    data = text.encode("utf-8", "surrogateescape")
+    fd = os.memfd_create("stdin", 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    if fd != 0:  # the last case's program may have closed fd 0 (``open(0)``)
+        os.dup2(fd, 0)
+        os.close(fd)
+    raw = io.FileIO(0, "r", closefd=False)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace")
+
+
+def run_stdio(
+    code: Any, stdin: str, cap: int, describe: Callable[[BaseException], dict[str, Any]]
+) -> dict[str, Any]:
+    """Run compiled candidate code as a program with ``stdin``; return the result body.
+
+    ``SystemExit`` with code ``0`` or ``None`` is a normal end (what was printed
+    counts); any other exit code or exception is reported as raised.
+    """
+    real_out = sys.stdout
+    sink = _Sink(cap)
+    out = io.TextIOWrapper(io.BufferedWriter(sink), encoding="utf-8", errors="replace")
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    # Run with -S, so the site module's exit() and quit() are not there: programs use them.
+    namespace["exit"] = namespace["quit"] = sys.exit
+    raised: BaseException | None = None
+    try:
+        _feed_stdin(stdin)
+        sys.stdout = out
+        exec(code, namespace)
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raised = exc
+    except BaseException as exc:
+        raised = exc
+    finally:
+        sys.stdout = real_out
+    try:
+        out.flush()
+    except BaseException as exc:  # the candidate closed or broke its stdout
+        raised = raised or exc
+    if raised is not None:
+        return {"status": "raised", "exc": describe(raised)}
+    if sink.overflow:
+        return {"status": "unserializable", "detail": "output larger than the limit"}
+    return {"status": "returned", "value": sink.data.decode("utf-8", "replace")}
+
+
+def _module_state() -> dict[str, dict[str, int]]:
+    """Ids of the attributes of the namespaces a test relies on."""
+    spaces: dict[str, Any] = {
+        "builtins": vars(builtins),
+        "math": vars(math),
+        "operator": vars(operator),
+        "unittest": vars(unittest),
+        "unittest.case": vars(unittest.case),
+        "TestCase": _TYPE_DICT.__get__(unittest.TestCase),
+    }
+    return {name: {k: _id(v) for k, v in dict(space).items()} for name, space in spaces.items()}
+
+
+class Watch:
+    """Detects the known forgeries of a test program's candidate (see the module docstring).
+
+    The audit hook cannot be removed once added. Everything here shares the
+    candidate's process, so it catches what a candidate does naively; a
+    determined one can still forge a test's outcome (SECURITY.md says so).
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0  # > 0 while the candidate's entry point runs
+        self.reason = ""
+        self._busy = False
+        self._baseline = _module_state()
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.depth <= 0 or self._busy or self.reason:
+            return
+        self._busy = True
+        try:
+            if event in _GC_EVENTS or event == "sys._current_frames":
+                self.reason = "the candidate searched the interpreter's objects or frames"
+            elif event == "sys._getframe" and not _own(args[0]):
+                self.reason = "the candidate reached a frame that is not its own"
+            elif event == "object.__getattr__" and args[1] in _FRAME_ATTRS:
+                frame = args[0] if args[1] == "f_code" else getattr(args[0], args[1], None)
+                if frame is not None and not _own(frame):
+                    self.reason = "the candidate reached a frame that is not its own"
+        finally:
+            self._busy = False
+
+    def wrap(self, fn: Any) -> Any:
+        """The candidate's entry point as the test sees it: counted, results checked."""
+
+        def entry(*args: Any, **kwargs: Any) -> Any:
+            self.depth += 1
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                self.depth -= 1
+            if not self.reason and _custom_eq(value):
+                self.reason = "the candidate returned an object whose class defines __eq__"
+            return value
+
+        return entry
+
+    def start(self) -> None:
+        """Before a test: no reason yet."""
+        self.reason = ""
+        self.depth = 0
+
+    def verdict(self) -> str:
+        """After a passing test: ``""`` when nothing tripped, else why not to trust it."""
+        if not self.reason and _module_state() != self._baseline:
+            self.reason = "the candidate changed builtins, math, operator or unittest"
+        return self.reason
+
+
+def _own(frame: Any) -> bool:
+    """Whether ``frame`` runs the candidate's code (or the standard library's)."""
+    try:
+        name = frame.f_code.co_filename
+    except BaseException:
+        return False
+    return name not in ("<test>",) and not name.endswith(("harness.py", "programs.py"))
+
+
+def _custom_eq(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` (or an element, 3 levels deep) has a candidate-defined comparison.
+
+    That is: a class from candidate code defining a comparison or truth method.
+    """
+    cls = _type(value)
+    for klass in _TYPE_MRO.__get__(cls):
+        space = _TYPE_DICT.__get__(klass)
+        if space.get("__module__") == "candidate" and any(m in space for m in _EQ_METHODS):
+            return True
+    if depth < 3 and cls in (list, tuple, set, frozenset):
+        return any(_custom_eq(v, depth + 1) for v in list(value)[:1000])
+    if depth < 3 and cls is dict:
+        items = list(value.items())[:1000]
+        return any(_custom_eq(k, depth + 1) or _custom_eq(v, depth + 1) for k, v in items)
+    return False
+
+
+class Programs:
+    """The test programs of one job, each loaded on first use.
+
+    Each is loaded into a copy of the candidate's namespace, so test code sees the
+    candidate's functions (the entry point wrapped by a :class:`Watch`).
+    """
+
+    def __init__(self, sources: list[str], namespace: dict[str, Any], entry: str) -> None:
+        # The watch's baseline is taken here: before the candidate's code runs.
+        self.watch = Watch()
+        self.sources = sources
+        self.namespace = namespace
+        self.entry = entry
+        self.loaded: dict[int, dict[str, Any]] = {}
+        self.classes_set_up: set[int] = set()
+
+    def _load(self, index: int) -> dict[str, Any]:
+        if index not in self.loaded:
+            space = dict(self.namespace)
+            space["__name__"] = "test"
+            if callable(space.get(self.entry)):
+                space[self.entry] = self.watch.wrap(space[self.entry])
+            code = compile(self.sources[index], "<test>", "exec", dont_inherit=True)
+            self.loaded[index] = space
+            exec(code, space)
+        return self.loaded[index]
+
+    def run(self, index: int, test: str) -> str:
+        """Run one test; return ``""`` or a tampering reason; raise what the test raised."""
+        space = self._load(index)
+        self.watch.start()
+        owner, _, method = test.partition(".")
+        if not method:
+            space[owner]()
+        else:
+            self._run_method(space[owner], method)
+        return self.watch.verdict()
+
+    def _run_method(self, cls: Any, method: str) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, unittest.TestCase)):
+            raise TypeError(f"{cls!r} is not a unittest.TestCase class")
+        if _id(cls) not in self.classes_set_up:
+            self.classes_set_up.add(_id(cls))
+            cls.setUpClass()
+        case = cls(method)
+        try:
+            case.setUp()
+            try:
+                getattr(case, method)()
+            finally:
+                case.tearDown()
+        finally:
+            case.doCleanups()
