@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from contextlib import ExitStack
@@ -235,6 +234,15 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
+    help="Least severe log lines written (to stderr), uvicorn's included.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["json", "text"]),
+    default="json",
+    show_default=True,
+    help="json: one object a line with time, level, logger, message and the request id "
+    "(also sent back as the X-Request-ID header); text: the same for a terminal.",
 )
 @exit_codes
 def serve(**o: Any) -> None:
@@ -276,8 +284,9 @@ def serve(**o: Any) -> None:
     import uvicorn  # noqa: PLC0415 - only this command needs the server
 
     from gradebox.service.app import create_app  # noqa: PLC0415
+    from gradebox.service.logs import setup_logging  # noqa: PLC0415
 
-    logging.basicConfig(level=o["log_level"].upper(), format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(o["log_level"], o["log_format"])
     with ExitStack() as stack:
         config = _config(o)
         judge = _judge(o, stack)
@@ -289,6 +298,7 @@ def serve(**o: Any) -> None:
             host=o["host"],
             port=o["port"],
             log_level=o["log_level"],
+            log_config=None,  # our handler (setup_logging) writes uvicorn's lines too
             timeout_graceful_shutdown=int(config.shutdown_grace_s),
         )
 

@@ -16,6 +16,10 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
   ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel.
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (the sandbox passed its
   self-check; 503 until then and whenever it did not: fail closed).
+- ``PUT/GET /v1/rubrics/{name}``, ``POST/GET /v1/tokens``, ``DELETE /v1/tokens/{id}``
+  (admin): rubrics as data and tokens (:mod:`.admin`).
+- ``POST /v1/grades/{id}/feedback``, ``POST /v1/runs/{id}/samples/{sample_id}/feedback``,
+  ``GET /v1/stats``: outcome feedback and acceptance rates (:mod:`.feedback`).
 - ``GET /metrics`` (admin): Prometheus text format (:mod:`.metrics`). Admin only,
   because it shows every token's traffic, verdicts and queue, and its per-stage
   timings pool all tenants' grades: a grader token sees only its own work.
@@ -25,12 +29,15 @@ a run that does not exist. Of its rows it sees what the task's disclosure
 allows (:mod:`.rows`), and it may have graded at most so many samples per task
 and minute (:mod:`.quota`). Bodies are read within a time limit and parsed off
 the event loop within a budget (:mod:`.bodies`); grade slots and queue places
-are taken only once a body is read and checked.
+are taken only once a body is read and checked. Every response carries an
+``X-Request-ID``, and every log line written while serving it the same id
+(:mod:`.logs`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import secrets
@@ -53,6 +60,7 @@ from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfi
 from gradebox.service.deps import Admin, Who, body
 from gradebox.service.feedback import feedback_routes
 from gradebox.service.grading import GradingService, Outcome
+from gradebox.service.logs import RequestIds
 from gradebox.service.metrics import CONTENT_TYPE, RequestMetrics
 from gradebox.service.openapi_bodies import GRADE_BODY, RUN_BODY, TASK_BODY
 from gradebox.service.problems import ApiError, Problem
@@ -117,6 +125,7 @@ def create_app(
     )
     app.state.service = state
     app.add_middleware(RequestMetrics, metrics=state.metrics)
+    app.add_middleware(RequestIds)  # outermost: the id covers every line of the request
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     _probe_routes(app, state)
@@ -224,7 +233,8 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
             raise
         grade_id = secrets.token_hex(12)
         job = partial(_grade_and_store, state, grading, grade_id, who.token_id)
-        future = state.pool.submit(job, sample_from_json(sample), layers)
+        context = contextvars.copy_context()  # the request id follows into the thread
+        future = state.pool.submit(context.run, job, sample_from_json(sample), layers)
         future.add_done_callback(lambda _f: state.slots.release(who.token_id))
         try:
             row: dict[str, Any] = await asyncio.wait_for(
