@@ -218,9 +218,7 @@ def _tests(spec: GateSpec, base_runs: list[SuiteRun], head: SuiteRun) -> TestsPa
     p2p_ids = (
         [i for i, s in stable.items() if s == "passed" and i not in f2p] if auto else list(given)
     )
-    p2p = {
-        i: categorize(base_of(i), head.statuses.get(i)) for i in p2p_ids if i not in set(flaky)
-    }
+    p2p = {i: categorize(base_of(i), head.statuses.get(i)) for i in p2p_ids if i not in set(flaky)}
     return TestsPart(
         fail_to_pass=f2p,
         pass_to_pass=p2p,
@@ -305,4 +303,3 @@ def _local_modules(tree: Path) -> set[str]:
             elif p.is_dir() and any(p.glob("*.py")):
                 out.add(p.name)
     return out
-

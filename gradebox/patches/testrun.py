@@ -9,7 +9,8 @@ size check.
 
 The XML is written by the process the patch's code runs in, so it is
 cross-checked (:attr:`SuiteRun.problems`) against what the grader sees from
-outside: the exit code (0 iff no test failed, 1 iff some did), and the test
+outside: the exit code (0 iff no test failed; 1, or 2 for errors during
+collection, iff some did), and the test
 ids a separate collection run listed (``pytest --collect-only -q``, another
 sandbox). Zero parsed tests, an exit code that contradicts the XML, a
 collected test missing from the XML, or an unparseable XML make the run
@@ -192,10 +193,10 @@ def _cross_check(
     if not statuses:
         problems.append("no test results were parsed")
     if exit_code is not None:
-        if exit_code not in (0, 1):
+        if exit_code not in (0, 1, 2):
             problems.append(f"pytest exited {exit_code} (not a test outcome)")
-        elif exit_code == 1 and not failing:
-            problems.append("pytest exited 1 but the XML lists no failing test")
+        elif exit_code in (1, 2) and not failing:
+            problems.append(f"pytest exited {exit_code} but the XML lists no failing test")
         elif exit_code == 0 and failing:
             problems.append("pytest exited 0 but the XML lists failing tests")
     if listed is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gradebox.patches import TestIds, run_gate
 
-CONFTEST_FORGE = '''import pytest
+CONFTEST_FORGE = """import pytest
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -19,7 +19,7 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     report.outcome = "passed"
-'''
+"""
 
 
 def edit(path: str, old: str, new: str):

@@ -1,0 +1,121 @@
+"""Parsing and vetting a patch, protected paths, the tamper scan: no sandbox needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from gradebox.patches.diff import PatchRefused, parse_patch, without
+from gradebox.patches.protect import DEFAULT_PROTECT, glob_matches, protected_paths
+from gradebox.patches.tamper import scan
+
+PATCH = (
+    "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
+    "@@ -1,3 +1,4 @@\n a = 1\n-b = 2\n+b = 3\n+c = 4\n d = 5\n"
+    "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n"
+    "--- /dev/null\n+++ b/tests/conftest.py\n@@ -0,0 +1 @@\n+import pytest\n"
+)
+
+
+def test_files_and_line_sets():
+    parsed = parse_patch(PATCH)
+    mod, conf = parsed.files
+    assert (mod.path, mod.kind, mod.added, mod.removed) == ("pkg/mod.py", "modified", 2, 1)
+    assert mod.added_lines == {2, 3} and mod.hunk_lines == {1, 2, 3, 4}
+    assert mod.removed_lines == {2}
+    assert (conf.path, conf.kind, conf.old_path) == ("tests/conftest.py", "added", None)
+    assert parse_patch(without(parsed, {"tests/conftest.py"}).text).paths == ("pkg/mod.py",)
+
+
+@pytest.mark.parametrize(
+    ("patch", "why"),
+    [
+        ("--- a/../x.py\n+++ b/../x.py\n@@ -1 +1 @@\n-a\n+b\n", "outside the repository"),
+        ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "outside the repository"),
+        ("--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-a\n+b\n", "git's own files"),
+        (
+            "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n"
+            "+../../../etc\n",
+            "symbolic link",
+        ),
+        (
+            "diff --git a/x.bin b/x.bin\nindex 1..2 100644\n"
+            "Binary files a/x.bin and b/x.bin differ\n",
+            "binary",
+        ),
+        ("this is not a diff at all\n", "does not parse"),
+    ],
+    ids=["dotdot", "absolute", "dot-git", "symlink-out", "binary", "garbage"],
+)
+def test_refusals(patch, why):
+    with pytest.raises(PatchRefused, match=why):
+        parse_patch(patch)
+
+
+def test_a_link_inside_the_repository_is_fine():
+    patch = (
+        "diff --git a/a/l b/a/l\nnew file mode 120000\n--- /dev/null\n+++ b/a/l\n"
+        "@@ -0,0 +1 @@\n+../b\n"
+    )
+    assert parse_patch(patch).files[0].path == "a/l"
+
+
+@pytest.mark.parametrize(
+    ("path", "protected"),
+    [
+        ("tests/test_x.py", True), ("conftest.py", True), ("src/pkg/conftest.py", True),
+        ("pkg/tests/data.json", True), ("pytest.ini", True), ("tox.ini", True),
+        ("setup.cfg", True), (".github/workflows/ci.yml", True), ("pkg/test_util.py", True),
+        ("pkg/mod.py", False), ("docs/testing.md", False), ("pkg/contest.py", False),
+        ("latest/x.py", False),
+    ],
+)  # fmt: skip
+def test_default_protected_globs(path, protected):
+    assert any(glob_matches(p, path) for p in DEFAULT_PROTECT if "#" not in p) is protected
+
+
+PYPROJECT = '[project]\nname = "x"\nversion = "1"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
+
+
+def _pyproject_patch(old: str, new: str, at: int) -> str:
+    return (
+        "diff --git a/pyproject.toml b/pyproject.toml\n--- a/pyproject.toml\n+++ b/pyproject.toml\n"
+        f"@@ -{at},1 +{at},1 @@\n-{old}\n+{new}\n"
+    )
+
+
+def test_only_the_pytest_section_of_pyproject_is_protected():
+    base = {"pyproject.toml": PYPROJECT}.get
+    version = parse_patch(_pyproject_patch('version = "1"', 'version = "2"', 3))
+    assert protected_paths(version, DEFAULT_PROTECT, base) == ()
+    addopts = parse_patch(_pyproject_patch('addopts = "-q"', 'addopts = "-p evil"', 6))
+    assert protected_paths(addopts, DEFAULT_PROTECT, base) == ("pyproject.toml",)
+    header = parse_patch(_pyproject_patch('version = "1"', "[tool.pytest.ini_options]", 3))
+    assert protected_paths(header, DEFAULT_PROTECT, base) == ("pyproject.toml",)
+
+
+TAMPER = """import sys
+import os
+
+
+def f(x):
+    sys.modules["calc"] = None
+    return x
+
+
+def g():
+    import pytest
+    os._exit(0)
+    return getattr(os, name)
+"""
+
+
+def test_tamper_scan_reports_only_added_lines():
+    hits = scan("pkg/m.py", TAMPER, frozenset({6, 11, 12, 13}))
+    assert [(h.line, h.rule) for h in hits] == [
+        (6, "T002"),
+        (11, "T001"),
+        (12, "T004"),
+        (13, "T006"),
+    ]
+    assert scan("pkg/m.py", TAMPER, frozenset({1, 2, 7})) == []
+    assert scan("pkg/m.py", "def broken(:\n", frozenset({1})) == []

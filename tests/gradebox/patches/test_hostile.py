@@ -1,0 +1,119 @@
+"""Hostile patches against the gate: each attack a patch that has read the gate's code would try.
+
+What a patch can do to the pytest process it shares is bounded by the sandbox
+(no network, nothing persists, limits) and detected by the cross-checks and the
+tamper scan; the one forge that gets through both is written down as a strict
+xfail (see SECURITY.md, "what stays open").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gradebox.patches import run_gate
+from sandbox.command import CommandLimits
+
+FORGED = (
+    '<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="3">'
+    '<testcase classname="tests.test_ops" name="test_add" file="tests/test_ops.py"/>'
+    '<testcase classname="tests.test_ops" name="test_scale" file="tests/test_ops.py"/>'
+    '<testcase classname="tests.test_ops" name="test_mean" file="tests/test_ops.py"/>'
+    "</testsuite></testsuites>"
+)
+
+
+def append(path: str, text: str):
+    def do(root: Path) -> None:
+        p = root / path
+        p.write_text(p.read_text() + text)
+
+    return do
+
+
+def test_exiting_early_with_success_is_never_a_pass(repo, config, spec):
+    patch = repo.patch(append("calc/__init__.py", "import os\nos._exit(0)\n"))
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tests_unreliable"), row
+    assert "no test results were parsed" in row["detail"] or "no JUnit XML" in row["detail"]
+
+
+def test_a_forged_junit_xml_contradicts_the_exit_code(repo, config, spec):
+    forge = (
+        "\n\nimport atexit, sys\n\n\ndef _forge():\n"
+        "    path = [a for a in sys.argv if a.startswith('--junitxml=')][0].split('=', 1)[1]\n"
+        f"    open(path, 'w').write({FORGED!r})\n\n\natexit.register(_forge)\n"
+    )
+    row = run_gate(spec(repo, repo.patch(append("calc/ops.py", forge))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tests_unreliable"), row
+    assert "exited 1 but the XML lists no failing test" in row["detail"]
+
+
+def test_a_forge_that_also_fakes_the_exit_code_is_caught_by_the_tamper_scan(repo, config, spec):
+    forge = (
+        "\n\nimport atexit, os, sys\n\n\ndef _forge():\n"
+        "    path = [a for a in sys.argv if a.startswith('--junitxml=')][0].split('=', 1)[1]\n"
+        f"    open(path, 'w').write({FORGED!r})\n    os._exit(0)\n\n\natexit.register(_forge)\n"
+    )
+    row = run_gate(spec(repo, repo.patch(append("calc/ops.py", forge))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tamper_risk"), row
+    assert {t["rule"] for t in row["tamper"]} >= {"T004"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole: code sharing the test process can forge both the XML and the exit "
+    "code in ways the syntactic tamper scan does not see (SECURITY.md, what stays open)",
+)
+def test_an_obfuscated_forge_is_not_a_pass(repo, config, spec):
+    forge = (
+        "\n\nimport os, sys, weakref\n\n\nclass _K:\n    pass\n\n\n_k = _K()\n\n\n"
+        "def _forge():\n"
+        "    path = [a for a in sys.argv if a.startswith('--junitxml=')][0].split('=', 1)[1]\n"
+        f"    open(path, 'w').write({FORGED!r})\n"
+        "    vars(os)['_' + 'exit'](0)\n\n\n"
+        "_keep = weakref.finalize(_k, _forge)\n"
+    )
+    row = run_gate(spec(repo, repo.patch(append("calc/ops.py", forge))), config).to_row()
+    assert row["verdict"] != "pass", row
+
+
+def test_a_hanging_patch_times_out_and_fails(repo, config, spec):
+    hang = append("calc/ops.py", "\n\nwhile True:\n    pass\n")
+    cfg = dataclasses.replace(config, limits=CommandLimits(timeout_s=6))
+    row = run_gate(spec(repo, repo.patch(hang)), cfg).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "tests_timeout"), row
+    assert row["tests"]["head"]["timed_out"] is True
+
+
+def test_paths_out_of_the_repository_are_refused(repo, config, spec):
+    patch = (
+        "diff --git a/../evil.py b/../evil.py\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/../evil.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    )
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_refused"), row
+    assert not (repo.path.parent / "evil.py").exists()
+
+
+def test_a_symlink_out_of_the_repository_is_refused(repo, config, spec):
+    patch = (
+        "diff --git a/calc/data b/calc/data\nnew file mode 120000\nindex 0000000..1111111\n"
+        "--- /dev/null\n+++ b/calc/data\n@@ -0,0 +1 @@\n+/etc/shadow\n"
+        "\\ No newline at end of file\n"
+    )
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_refused"), row
+    assert "symbolic link" in row["detail"]
+
+
+def test_a_binary_hunk_is_refused(repo, config, spec):
+    patch = (
+        "diff --git a/calc/blob.bin b/calc/blob.bin\nnew file mode 100644\n"
+        "index 0000000..e69de29\nGIT binary patch\nliteral 3\nKcmZ?wbY%bn0RR9100\n\nliteral 0\n"
+        "HcmV?d00001\n\n"
+    )
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_refused"), row
