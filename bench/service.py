@@ -7,10 +7,20 @@ clients grade ``examples/samples.jsonl`` round-robin, each as fast as it gets
 answers. Clients share ``--tokens`` grader tokens (the server allows
 ``--per-token-concurrency`` grades in flight per token; a refusal is a 429,
 counted apart from errors). Prints requests/s, p50/p99 latency, errors and 429s
-for each of ``--modes`` (``tests``: ``static: false``; ``static``: ``static: true``),
-one after the other against the same server, and the p50 ratio between them::
+for each of ``--modes``, one after the other against the same server:
 
-    .venv/bin/python bench/service.py                 # 16 clients, 60 s
+- ``floor``: ``GET /healthz`` (the same uvicorn, HTTP client and 16 clients, no
+  grading): the peer figure, what this machine's HTTP stack alone costs;
+- ``tests``: ``static: false, judge: off``;
+- ``static``: ``static: true, judge: off``;
+- ``judge``: ``static: true, judge: defer``, against a local OpenAI-compatible
+  endpoint this script starts, answering every request after ``--judge-latency``
+  seconds (the server runs without a judge cache, so every sample is a request;
+  deferred judgements run behind the response, as in production).
+
+::
+
+    .venv/bin/python bench/service.py                 # 16 clients, 60 s per mode
     .venv/bin/python bench/service.py --seconds 20 --json
     .venv/bin/python bench/service.py --exclude fib-exponential,dedupe-hangs  # no timeouts
 """
@@ -20,12 +30,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -51,14 +64,68 @@ def _tasks() -> dict[str, dict]:
     return tasks
 
 
-def _start(db: Path, port: int, args: argparse.Namespace, log: Path) -> subprocess.Popen[bytes]:
+def _judge_reply(body: dict) -> dict:
+    """A valid judge reply for whatever rubric schema the request carries."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    scores = schema["properties"]["scores"]["properties"]
+    content = {
+        "verdict": "match",
+        "unmet_requirements": [],
+        "scores": {k: max(v["enum"]) for k, v in scores.items()},
+        "issues": [],
+        "rationale": "Benchmark endpoint.",
+    }
+    message = {"role": "assistant", "content": json.dumps(content)}
+    return {
+        "id": "bench", "object": "chat.completion", "created": 0, "model": "bench-judge",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
+
+
+def _judge_endpoint(latency: float) -> tuple[ThreadingHTTPServer, list[int]]:
+    """An OpenAI-compatible endpoint on 127.0.0.1 answering after ``latency`` seconds."""
+    served = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            time.sleep(latency)
+            data = json.dumps(_judge_reply(json.loads(raw))).encode()
+            served[0] += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, served
+
+
+def _start(
+    db: Path, port: int, args: argparse.Namespace, log: Path, judge_url: str | None
+) -> subprocess.Popen[bytes]:
     argv = [
         sys.executable, "-m", "gradebox.service", "serve", "--db", str(db), "--port", str(port),
         "--workers", str(args.workers), "--per-token-concurrency", str(args.per_token_concurrency),
-        "--log-level", "warning", "--rate-limit", str(args.rate_limit),
+        "--log-level", "warning", "--rate-limit", str(args.rate_limit), "--no-judge-cache",
+        "--judge-concurrency", str(args.judge_concurrency),
     ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADEBOX_", "OPENAI_"))}
+    if judge_url is not None:
+        env |= {"GRADEBOX_JUDGE_BASE_URL": judge_url, "GRADEBOX_JUDGE_MODEL": "bench-judge"}
+    else:
+        argv.append("--no-judge")
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -84,7 +151,10 @@ async def _client(
         i += 1
         t0 = time.perf_counter()
         try:
-            r = await http.post("/v1/grade", json=sample, headers=headers)
+            if sample.get("probe"):
+                r = await http.get("/healthz", headers=headers)
+            else:
+                r = await http.post("/v1/grade", json=sample, headers=headers)
         except httpx.HTTPError:
             errors += 1
             continue
@@ -101,7 +171,7 @@ async def _client(
 async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: str) -> dict:
     samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
-    samples = [dict(s, static=mode == "static", judge="off") for s in samples]
+    samples = [dict(s, **_MODES[mode]) for s in samples]
     limits = httpx.Limits(max_connections=args.clients * 2)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
@@ -140,6 +210,15 @@ async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: st
     }
 
 
+_MODES: dict[str, dict] = {
+    "floor": {"probe": True},
+    "tests": {"static": False, "judge": "off"},
+    "static": {"static": True, "judge": "off"},
+    "judge": {"static": True, "judge": "defer"},
+}
+"""What each mode's clients send (``probe``: ``GET /healthz`` instead of a grade)."""
+
+
 def main() -> None:
     # bench/static.py would shadow the static package when run as a script.
     here = Path(__file__).resolve().parent
@@ -161,10 +240,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--modes",
-        default="tests,static",
+        default="floor,tests,static,judge",
         help="comma-separated, measured one after the other against the same server: "
-        "tests (static: false) and static (static: true); the judge is off",
+        "floor (GET /healthz), tests (static: false), static (static: true), "
+        "judge (static: true, judge: defer against the local endpoint)",
     )
+    parser.add_argument(
+        "--judge-latency", type=float, default=0.25,
+        help="seconds the local judge endpoint takes per request",
+    )  # fmt: skip
+    parser.add_argument("--judge-concurrency", type=int, default=8)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gradebox-bench-") as tmp:
@@ -173,7 +258,13 @@ def main() -> None:
         admin = create_token(store, "admin")
         tokens = [create_token(store, "grader") for _ in range(args.tokens)]
         store.close()
-        proc = _start(db, port, args, Path(tmp) / "server.log")
+        modes = args.modes.split(",")
+        unknown = sorted(set(modes) - set(_MODES))
+        if unknown:
+            raise SystemExit(f"unknown modes: {', '.join(unknown)}; known: {', '.join(_MODES)}")
+        judge, served = _judge_endpoint(args.judge_latency) if "judge" in modes else (None, [0])
+        url = f"http://127.0.0.1:{judge.server_address[1]}/v1" if judge else None
+        proc = _start(db, port, args, Path(tmp) / "server.log", url)
         try:
             for fn, body in _tasks().items():
                 r = httpx.put(
@@ -182,24 +273,36 @@ def main() -> None:
                     headers={"Authorization": f"Bearer {admin}"},
                 )
                 r.raise_for_status()
-            runs = [asyncio.run(_load(port, tokens, args, m)) for m in args.modes.split(",")]
+            runs = []
+            for mode in modes:
+                before = served[0]
+                figures = asyncio.run(_load(port, tokens, args, mode))
+                figures["judge_requests"] = served[0] - before
+                runs.append(figures)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
+            if judge is not None:
+                judge.shutdown()
     if args.json:
         print(json.dumps(runs))
         return
     for figures in runs:
         print(
-            f"POST /v1/grade [{figures['mode']}], {figures['clients']} clients, "
+            f"{'GET /healthz' if figures['mode'] == 'floor' else 'POST /v1/grade'} "
+            f"[{figures['mode']}], {figures['clients']} clients, "
             f"{figures['seconds']} s, {figures['workers']} sandbox workers: "
             f"{figures['requests_per_s']} req/s, p50 {figures['p50_ms']} ms, "
             f"p99 {figures['p99_ms']} ms, errors {figures['errors']}, "
             f"429s {figures['refused_429']} (ok {figures['ok']})"
+            + (f", judge requests {figures['judge_requests']}" * (figures["mode"] == "judge"))
         )
-    if len(runs) == 2 and runs[0]["p50_ms"] and runs[1]["p50_ms"]:
-        ratio = runs[1]["p50_ms"] / runs[0]["p50_ms"]
-        print(f"p50 {runs[1]['mode']} / {runs[0]['mode']}: {ratio:.2f}x (same server, same run)")
+    by_mode = {f["mode"]: f for f in runs}
+    floor = by_mode.get("floor")
+    for figures in runs:
+        if floor and figures is not floor and floor["p50_ms"] and figures["p50_ms"]:
+            ratio = figures["p50_ms"] / floor["p50_ms"]
+            print(f"p50 {figures['mode']} / floor: {ratio:.1f}x (same server, same run)")
 
 
 if __name__ == "__main__":

@@ -230,6 +230,15 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="Judge requests in flight at once (default: the judge's own, 4).",
 )
 @click.option(
+    "--judge-backlog",
+    type=click.IntRange(1),
+    default=10_000,
+    show_default=True,
+    help="Deferred judgements waiting or running at once; past it a deferred judgement is "
+    "'unavailable' at once (a client grading faster than the endpoint answers cannot grow "
+    "the queue without bound).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -382,6 +391,7 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         rate_per_minute=o["rate_limit"],
         rate_burst=o["rate_burst"],
         judge_default=o["judge_default"],
+        judge_backlog=o["judge_backlog"],
         **_static_defaults(o),
     )
 

@@ -135,3 +135,5 @@ class ServiceConfig:
     """mypy's cache for the sessions; ``None``: a scratch directory per session."""
     judge_default: JudgeMode = "off"
     """The judge mode of a request that names none (the judge costs an outside call)."""
+    judge_backlog: int = 10_000
+    """Deferred judgements waiting or running at once; past it one is ``unavailable`` at once."""

@@ -9,7 +9,11 @@ signature and rubric, and the extracted code; never hidden cases.
 ``judge: "wait"`` judges in the grading thread before the row is returned;
 ``"defer"`` returns the row with ``judge.status: "pending"`` and judges in
 this module's own threads (``concurrency`` of them, the stage's own request
-limit). Both share one limit on judgements in flight.
+limit). Both share one limit on judgements in flight. Deferred judgements
+waiting or running are bounded by ``backlog``: past it, a deferred judgement is
+settled at once as ``unavailable`` ("the judge's backlog is full"), so a client
+that grades faster than the endpoint answers cannot grow the server's memory
+without bound.
 """
 
 from __future__ import annotations
@@ -28,17 +32,25 @@ if TYPE_CHECKING:
 
 __all__ = ["JudgeService"]
 
+_BACKLOG_FULL = "the judge's backlog is full; the judgement was not made"
+
 _log = logging.getLogger("gradebox.service")
 
 
 class JudgeService:
     """One judge stage with a limit on judgements in flight; thread-safe."""
 
-    def __init__(self, stage: JudgeStage, *, concurrency: int | None = None) -> None:
-        """Judge with ``stage`` (the caller closes it), ``concurrency`` at once."""
+    def __init__(
+        self, stage: JudgeStage, *, concurrency: int | None = None, backlog: int = 10_000
+    ) -> None:
+        """Judge with ``stage`` (the caller closes it), ``concurrency`` at once.
+
+        At most ``backlog`` deferred judgements wait or run at once.
+        """
         self.stage = stage
         width = concurrency or (stage.config.concurrency if stage.config else 4)
         self._limit = threading.BoundedSemaphore(width)
+        self._backlog = threading.BoundedSemaphore(max(1, backlog))
         self._pool = ThreadPoolExecutor(width, thread_name_prefix="gradebox-judge-later")
         self._closed = threading.Event()
 
@@ -56,19 +68,38 @@ class JudgeService:
                 message = f"judge stage error: {type(exc).__name__}"
                 return self.stage.crashed([graded], message)[0]
 
-    def later(self, graded: Graded, done: Callable[[Annotation], Any]) -> Future[None]:
-        """Judge ``graded`` in the background; ``done(annotation)`` stores the result."""
+    def later(self, graded: Graded, done: Callable[[Annotation], Any]) -> Future[None] | None:
+        """Judge ``graded`` in the background; ``done(annotation)`` stores the result.
+
+        With the backlog full, ``done`` gets ``unavailable`` at once and ``None`` is
+        returned.
+        """
+        if not self._backlog.acquire(blocking=False):
+            _log.warning("the judge's backlog is full: a deferred judgement is unavailable")
+            self._store(done, self.stage.crashed([graded], _BACKLOG_FULL)[0])
+            return None
 
         def job() -> None:
-            note = self.annotate(graded)
+            try:
+                note = self.annotate(graded)
+            finally:
+                self._backlog.release()
             if self._closed.is_set():  # the store is closing: the next start settles the row
                 return
-            try:
-                done(note)
-            except Exception:  # a database error: the row stays pending
-                _log.exception("a deferred judgement could not be stored")
+            self._store(done, note)
 
-        return self._pool.submit(job)
+        try:
+            return self._pool.submit(job)
+        except RuntimeError:  # shut down meanwhile: the row stays pending, settled next start
+            self._backlog.release()
+            return None
+
+    @staticmethod
+    def _store(done: Callable[[Annotation], Any], note: Annotation) -> None:
+        try:
+            done(note)
+        except Exception:  # a database error: the row stays pending
+            _log.exception("a deferred judgement could not be stored")
 
     def close(self, *, wait: bool = True) -> None:
         """Stop taking deferred judgements; finish (``wait``) or drop those queued.

@@ -211,3 +211,22 @@ async def test_metrics_count_judge_calls_and_cache_hits_never_the_key(endpoint, 
     assert 'gradebox_grade_stage_seconds_count{lane="sync",stage="judge"} 3.0' in text
     for secret in (CANARY_KEY, str(SECRET_ARG), str(SECRET_EXPECT)):
         assert secret not in text
+
+
+async def test_a_full_judge_backlog_settles_deferred_judgements_as_unavailable(
+    kit, stage, endpoint
+):
+    endpoint.delay = 1.5
+    async with kit.running(judge=stage, judge_backlog=1) as svc:
+        await svc.client.put("/v1/tasks/inc", json=TASK, headers=svc.admin)
+        first = await _grade(svc, GOOD, judge="defer")
+        second = await _grade(svc, GOOD, judge="defer")  # the first still holds the backlog
+        assert first["judge"]["status"] == second["judge"]["status"] == "pending"
+        late = await _poll(svc, second["grade_id"], timeout=1.0)  # settled at once
+        assert late["judge"]["status"] == "unavailable"
+        assert "backlog is full" in late["judge"]["reason"]
+        assert (late["verdict"], late["reason"]) == ("pass", "ok")  # the tests decided
+        done = await _poll(svc, first["grade_id"])
+        assert done["judge"]["status"] == "scored"
+        third = await _grade(svc, GOOD, judge="defer")  # room again once it finished
+        assert (await _poll(svc, third["grade_id"]))["judge"]["status"] == "scored"
