@@ -2,9 +2,15 @@
 
 The key is the SHA-256 of a canonical JSON document holding everything that
 decides the reply: cache format, endpoint base URL, model, each message's role
-and SHA-256 (as sent in structured-output mode), the reply schema's SHA-256,
-the rubric's name, version and content digest, the code's SHA-256, the seed
-and the temperature. Change any of them and the request is new.
+and SHA-256, the reply schema's SHA-256, the rubric's name, version and content
+digest, the code's SHA-256, the seed, the temperature (``None`` when the endpoint
+refused one and its default is used), the response-format rung, the other body
+fields (token cap, ``extra_body``) and, for ``--judge-repeat``, the repeat's
+index: the N replies of a repeated judgement are N entries. Change any of them
+and the request is new.
+
+A third table keeps what probing an endpoint found (:meth:`ReplyCache.probe`),
+by endpoint, model and request options.
 
 What is stored is the reply as received (:class:`~judge.types.Reply`), with
 the request that was sent beside it for audit (:meth:`ReplyCache.request`).
@@ -56,7 +62,7 @@ __all__ = [
     "logic_sha256",
 ]
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 """Bumped when the request key's contents or the stored reply change shape."""
 RESULT_FORMAT = 1
 """Bumped when the input key's contents or the stored result change shape."""
@@ -104,6 +110,13 @@ CREATE TABLE IF NOT EXISTS replies (
     created REAL NOT NULL
 )
 """
+_PROBES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS probes (
+    key TEXT PRIMARY KEY,
+    report TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
 _RESULTS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     input_key TEXT PRIMARY KEY,
@@ -123,7 +136,10 @@ def cache_key(
     rubric: tuple[str, str, str],
     code: str,
     seed: int,
-    temperature: float,
+    temperature: float | None,
+    rung: str = "json_schema",
+    extras: Mapping[str, Any] | None = None,
+    repeat: int = 0,
 ) -> str:
     """The cache key of one request.
 
@@ -135,13 +151,19 @@ def cache_key(
         rubric: The rubric's name, version and digest.
         code: The candidate code as extracted (hashed).
         seed: The seed sent.
-        temperature: The temperature sent.
+        temperature: The temperature sent; ``None`` when none is (the server's default).
+        rung: The response-format rung asked for.
+        extras: Other body fields sent (token cap, ``extra_body``).
+        repeat: Which repeat of a ``--judge-repeat`` judgement (0 for a single one).
 
     Returns:
         64 hex digits.
     """
     document = {
         "format": CACHE_FORMAT,
+        "rung": rung,
+        "extras": dict(extras or {}),
+        "repeat": repeat,
         "base_url": base_url.rstrip("/"),
         "model": model,
         "messages": [[m["role"], _sha256(str(m["content"]))] for m in messages],
@@ -160,10 +182,12 @@ def input_context(
     base_url: str,
     model: str,
     seed: int,
-    temperature: float,
+    temperature: float | None,
     rubric: tuple[str, str, str],
     schema_sha256: str,
     templates_sha256: str,
+    rung: str = "json_schema",
+    extras: Mapping[str, Any] | None = None,
 ) -> str:
     """The digest of an input key's per-judge, per-rubric part (computed once per rubric).
 
@@ -175,11 +199,15 @@ def input_context(
         rubric: The rubric's name, version and digest.
         schema_sha256: SHA-256 of the reply schema.
         templates_sha256: SHA-256 of the rubric's prompt templates.
+        rung: The response-format rung asked for.
+        extras: Other body fields sent (token cap, ``extra_body``).
 
     Returns:
         64 hex digits, to pass to :func:`input_key`.
     """
     document = {
+        "rung": rung,
+        "extras": dict(extras or {}),
         "kind": "input",
         "format": CACHE_FORMAT,
         "result_format": RESULT_FORMAT,
@@ -248,6 +276,7 @@ class ReplyCache:
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.execute(_SCHEMA)
         self._db.execute(_RESULTS_SCHEMA)
+        self._db.execute(_PROBES_SCHEMA)
 
     def get(self, key: str) -> Reply | None:
         """The stored reply for ``key``, if any."""
@@ -333,6 +362,22 @@ class ReplyCache:
             "VALUES (?, ?, ?, ?)",
             [(i, r, json.dumps(dict(v), separators=(",", ":")), now) for i, r, v in rows],
         )
+
+    def probe(self, key: str) -> tuple[str, float] | None:
+        """A stored probe report (JSON text) and when it was stored, if any."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT report, created FROM probes WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), float(row[1]))
+
+    def put_probe(self, key: str, report: Mapping[str, Any]) -> None:
+        """Store a probe report under ``key`` (endpoint, model, options), replacing any."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO probes (key, report, created) VALUES (?, ?, ?)",
+                (key, json.dumps(dict(report)), time.time()),
+            )
 
     def request(self, key: str) -> dict[str, Any] | None:
         """The request stored with ``key``'s reply: what the judge was shown."""

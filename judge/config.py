@@ -6,14 +6,17 @@ with the environment mapping at its boundary; tests pass a plain dict.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from judge.capabilities import Capabilities
 from judge.errors import JudgeConfigError, JudgeNotConfigured
 
-__all__ = ["DEFAULT_BASE_URL", "ENV_VARS", "JudgeConfig"]
+__all__ = ["DEFAULT_BASE_URL", "ENV_VARS", "RESERVED_BODY_KEYS", "JudgeConfig", "parse_extra_body"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Used when an API key is configured but no base URL."""
@@ -23,6 +26,23 @@ ENV_VARS = {
     "model": ("GRADEBOX_JUDGE_MODEL",),
 }
 """Environment variables per setting, first one set (and non-empty) wins."""
+RESERVED_BODY_KEYS = frozenset(
+    {
+        "model",
+        "messages",
+        "temperature",
+        "seed",
+        "response_format",
+        "max_tokens",
+        "max_completion_tokens",
+        "stream",
+        "n",
+        "tools",
+        "tool_choice",
+    }
+)
+"""Request fields the judge sets itself: ``extra_body`` may not override them (the cache
+key and the reply protocol depend on them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +81,22 @@ class JudgeConfig:
     no_cache: bool = False
     """Neither read nor write the cache (``--no-cache``)."""
     temperature: float = field(default=0.0, init=False)
-    """Always 0: the judge must be as repeatable as the endpoint allows."""
+    """Always 0 when a temperature is sent: the judge must be as repeatable as the endpoint
+    allows (a model that refuses 0 gets none: see :class:`judge.capabilities.Capabilities`)."""
+    repeat: int | None = None
+    """Judge each item this many times, bypassing the cache, and keep the majority
+    (``--judge-repeat``); ``None``: 1, or 3 when the endpoint refuses temperature 0."""
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+    """Provider options merged into every request body (``--judge-extra-body``), e.g.
+    OpenRouter's ``{"provider": {"require_parameters": true}}``; part of the cache key."""
+    max_output_tokens: int | None = None
+    """Cap on the reply's tokens (sent as ``max_tokens`` or ``max_completion_tokens``,
+    whichever the endpoint takes); ``None`` sends no cap."""
+    capabilities: Capabilities | None = None
+    """Pinned capabilities: no probe. ``None``: probe the endpoint before the first
+    judgement (and keep the result in the cache for :attr:`probe_ttl_s`)."""
+    probe_ttl_s: float = 86_400.0
+    """How long a cached probe result is trusted."""
 
     def __post_init__(self) -> None:
         problems = list(_problems(self))
@@ -119,5 +154,48 @@ def _problems(cfg: JudgeConfig) -> list[str]:
         (math.isfinite(cfg.timeout_s) and cfg.timeout_s > 0, "timeout_s must be positive"),
         (cfg.backoff_initial_s >= 0 and cfg.backoff_max_s >= 0, "backoffs must not be negative"),
         (cfg.retry_after_max_s >= 0, "retry_after_max_s must not be negative"),
+        (cfg.repeat is None or 1 <= cfg.repeat <= 25, "repeat must be between 1 and 25"),
+        (
+            cfg.max_output_tokens is None or cfg.max_output_tokens >= 1,
+            "max_output_tokens must be at least 1",
+        ),
+        (cfg.probe_ttl_s >= 0, "probe_ttl_s must not be negative"),
     ]
-    return [message for ok, message in checks if not ok]
+    problems = [message for ok, message in checks if not ok]
+    reserved = sorted(RESERVED_BODY_KEYS & set(cfg.extra_body))
+    if reserved:
+        problems.append(f"extra_body must not set {reserved}: the judge sets them itself")
+    try:
+        json.dumps(dict(cfg.extra_body), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"extra_body is not plain JSON: {exc}")
+    return problems
+
+
+def parse_extra_body(text: str, *, where: str = "--judge-extra-body") -> dict[str, Any]:
+    """Read ``--judge-extra-body``: a JSON object of provider options.
+
+    Args:
+        text: The option's value.
+        where: The option's name, for the message.
+
+    Returns:
+        The object.
+
+    Raises:
+        JudgeConfigError: Not a JSON object, or it sets a field the judge sets itself.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise JudgeConfigError(f"{where}: not JSON ({exc})") from exc
+    if type(value) is not dict:
+        raise JudgeConfigError(f"{where}: must be a JSON object, got {type(value).__name__}")
+    reserved = sorted(RESERVED_BODY_KEYS & set(value))
+    if reserved:
+        raise JudgeConfigError(f"{where}: must not set {reserved}: the judge sets them itself")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")

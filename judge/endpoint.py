@@ -13,10 +13,13 @@ The retry policy (tenacity):
   ``attempts`` set; the judge records ``unavailable``.
 
 The openai client's own retries are switched off (``max_retries=0``) so that
-this is the only policy. Structured output: requests ask for a strict
-``json_schema``; a 400 that names ``response_format`` / ``json_schema`` switches
-this endpoint to ``{"type": "json_object"}`` (the schema then goes into the
-system prompt) for this and every later request.
+this is the only policy. Structured output: each request is sent with the
+:class:`~judge.capabilities.Capabilities` the probe chose (response-format rung,
+temperature policy, token parameter). A 400 that names ``response_format`` /
+``json_schema`` asks *that request* again one rung down; it never changes the
+rung for later requests, so a candidate whose code makes a server refuse one
+request (an error that echoes the prompt) cannot degrade anyone else's. Only the
+probe, with its fixed item, chooses rungs and temperature.
 """
 
 from __future__ import annotations
@@ -24,17 +27,18 @@ from __future__ import annotations
 import email.utils
 import math
 import random
-import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import openai
 import tenacity
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 
+from judge.capabilities import Capabilities, next_rung
 from judge.config import JudgeConfig
 from judge.errors import (
     ConnectionFailed,
@@ -49,7 +53,7 @@ from judge.errors import (
 from judge.reply import SCHEMA_NAME
 from judge.types import Reply, ResponseMode, Tokens
 
-__all__ = ["Endpoint", "map_openai_error", "parse_retry_after"]
+__all__ = ["Endpoint", "map_openai_error", "parse_retry_after", "request_body"]
 
 Messages = Callable[[ResponseMode], list[ChatCompletionMessageParam]]
 """Builds the messages for a response mode (JSON mode adds the schema in words)."""
@@ -57,7 +61,7 @@ _FORMAT_WORDS = ("response_format", "json_schema", "structured output")
 
 
 class Endpoint:
-    """Sends judge requests to one endpoint with the retry policy and the JSON-mode fallback.
+    """Sends judge requests to one endpoint with the retry policy and the per-request fallback.
 
     Thread-safe: one instance serves every worker thread of a judge.
     """
@@ -79,56 +83,56 @@ class Endpoint:
         self._client = client
         self._config = config
         self._sleep = sleep
-        self._mode: ResponseMode = "json_schema"
-        self._lock = threading.Lock()
 
-    @property
-    def mode(self) -> ResponseMode:
-        """The response format this endpoint is asked for now."""
-        with self._lock:
-            return self._mode
-
-    def complete(self, messages: Messages, schema: dict[str, Any]) -> tuple[Reply, int]:
-        """Get one reply, retrying transient failures and falling back to JSON mode.
+    def complete(
+        self, messages: Messages, schema: dict[str, Any], caps: Capabilities
+    ) -> tuple[Reply, int]:
+        """Get one reply, retrying transient failures; a refused format goes one rung down.
 
         Args:
             messages: Builds the messages for a response mode.
-            schema: The reply schema for the strict response format.
+            schema: The reply schema for the response format.
+            caps: How to ask (rung, temperature policy, token parameter).
 
         Returns:
-            The reply and the number of requests made.
+            The reply (its ``mode`` is the rung that answered) and the number of
+            requests made.
 
         Raises:
             EndpointError: No usable HTTP reply; ``attempts`` says how many requests were made.
         """
-        mode = self.mode
-        try:
-            return self._with_retries(messages, schema, mode)
-        except StructuredOutputUnsupported as exc:
-            if mode != "json_schema":
+        before = 0
+        rung: ResponseMode | None = caps.rung
+        while True:
+            assert rung is not None  # noqa: S101 - the loop leaves before running out
+            try:
+                reply, attempts = self.request(messages, schema, replace(caps, rung=rung))
+            except StructuredOutputUnsupported as exc:
+                exc.attempts += before
+                rung = next_rung(rung)
+                if rung is None:
+                    raise
+                before = exc.attempts
+                continue
+            except EndpointError as exc:
+                exc.attempts += before
                 raise
-            self._fall_back()
-            before = exc.attempts
-        try:
-            reply, attempts = self._with_retries(messages, schema, "json_object")
-        except EndpointError as exc:
-            exc.attempts += before
-            raise
-        return reply, attempts + before
+            return reply, attempts + before
 
-    def _fall_back(self) -> None:
-        with self._lock:
-            self._mode = "json_object"
-
-    def _with_retries(
-        self, messages: Messages, schema: dict[str, Any], mode: ResponseMode
+    def request(
+        self, messages: Messages, schema: dict[str, Any], caps: Capabilities
     ) -> tuple[Reply, int]:
+        """One request exactly as ``caps`` says, with the retry policy (no fallback).
+
+        Raises:
+            EndpointError: No usable HTTP reply; ``attempts`` is set.
+        """
         attempts = 0
 
         def attempt() -> Reply:
             nonlocal attempts
             attempts += 1
-            return self._send(messages(mode), schema, mode)
+            return self._send(messages(caps.rung), schema, caps)
 
         try:
             return self._retrying()(attempt), attempts
@@ -151,30 +155,59 @@ class Endpoint:
         )
 
     def _send(
-        self, messages: list[ChatCompletionMessageParam], schema: dict[str, Any], mode: ResponseMode
+        self, messages: list[ChatCompletionMessageParam], schema: dict[str, Any], caps: Capabilities
     ) -> Reply:
         cfg = self._config
+        body: dict[str, Any] = dict(cfg.extra_body)
+        if cfg.max_output_tokens is not None:
+            body[caps.token_param] = cfg.max_output_tokens
+        sampling: dict[str, Any] = {}
+        if caps.temperature == "zero":
+            sampling["temperature"] = cfg.temperature
+        response_format = _response_format(caps.rung, schema)
+        if response_format is not None:
+            sampling["response_format"] = response_format
         try:
             completion = self._client.chat.completions.create(
                 model=cfg.model,
                 messages=messages,
-                temperature=cfg.temperature,
                 seed=cfg.seed,
-                response_format=_response_format(mode, schema),
                 timeout=cfg.timeout_s,
+                extra_body=body or None,
+                **sampling,
             )
         except openai.OpenAIError as exc:
             raise map_openai_error(exc) from exc
-        return _reply_from(completion, mode)
+        return _reply_from(completion, caps.rung)
 
 
-def _response_format(mode: ResponseMode, schema: dict[str, Any]) -> ResponseFormat:
+def request_body(cfg: JudgeConfig, caps: Capabilities) -> dict[str, Any]:
+    """What a request sends besides model, messages and response format (for the record).
+
+    Args:
+        cfg: The judge configuration.
+        caps: The capabilities the request is sent with.
+
+    Returns:
+        Temperature (when sent), seed, the token cap under its name, and ``extra_body``.
+    """
+    body: dict[str, Any] = {"seed": cfg.seed, **cfg.extra_body}
+    if caps.temperature == "zero":
+        body["temperature"] = cfg.temperature
+    if cfg.max_output_tokens is not None:
+        body[caps.token_param] = cfg.max_output_tokens
+    return body
+
+
+def _response_format(mode: ResponseMode, schema: dict[str, Any]) -> ResponseFormat | None:
+    if mode == "prompt_only":
+        return None
     if mode == "json_object":
         return {"type": "json_object"}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema},
-    }
+    spec: dict[str, Any] = {"name": SCHEMA_NAME, "schema": schema}
+    if mode == "json_schema":
+        spec["strict"] = True
+    return cast(ResponseFormat, {"type": "json_schema", "json_schema": spec})
 
 
 def _reply_from(completion: Any, mode: ResponseMode) -> Reply:
@@ -217,15 +250,32 @@ def _map_status(exc: openai.APIStatusError) -> EndpointError:
     status = exc.status_code
     hint = parse_retry_after(exc.response.headers)
     message = f"HTTP {status}: {exc.message}"
+    if isinstance(exc.body, str) and exc.body not in message:  # LM Studio: {"error": "text"}
+        message += f": {exc.body[:300]}"
+    param = _error_param(exc)
     if status == 429:
         return RateLimited(message, status_code=status, retry_after=hint)
     if status >= 500:
         return ServerError(message, status_code=status, retry_after=hint)
     if status == 408:
         return EndpointTimeout(message, status_code=status, retry_after=hint)
-    if status == 400 and any(w in str(exc.body).lower() + message.lower() for w in _FORMAT_WORDS):
-        return StructuredOutputUnsupported(message, status_code=status)
-    return RequestRejected(message, status_code=status)
+    words = str(exc.body).lower() + message.lower()
+    if status == 400 and (param == "response_format" or any(w in words for w in _FORMAT_WORDS)):
+        return StructuredOutputUnsupported(message, status_code=status, param=param)
+    return RequestRejected(message, status_code=status, param=param)
+
+
+def _error_param(exc: openai.APIStatusError) -> str | None:
+    """OpenAI's ``error.param`` (top level or nested), when the server sends a string."""
+    param = getattr(exc, "param", None)
+    if isinstance(param, str):
+        return param
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("param"), str):
+            return str(inner["param"])
+    return None
 
 
 def parse_retry_after(headers: Any, *, now: Callable[[], datetime] | None = None) -> float | None:

@@ -27,8 +27,9 @@ openai's exceptions are mapped to these at one boundary,
             │                       another attempt would get the same answer
             └── StructuredOutputUnsupported
                                     a 400 that names response_format / json_schema:
-                                    caught by the endpoint, which falls back to JSON
-                                    mode for that endpoint and asks again
+                                    caught by the endpoint, which asks again one rung
+                                    down the ladder for that request only, and by the
+                                    probe, which moves to the next rung
 
 rubrics.RubricError (a bad rubric file) comes from the rubrics layer and is
 raised through Judge unchanged: the run must not start with a broken rubric.
@@ -68,12 +69,16 @@ class EndpointError(JudgeError):
 
     Attributes:
         status_code: The HTTP status, when there was a response.
+        param: The request parameter the server's error names (OpenAI's ``error.param``).
         attempts: How many requests were made before giving up (set by the endpoint).
     """
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, param: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
+        self.param = param
         self.attempts = 0
 
 

@@ -30,15 +30,21 @@ class RenderedPrompt:
     user: str
     """User message with the task and the delimited, numbered code."""
     json_mode_suffix: str
-    """Appended to :attr:`system` on JSON-mode endpoints: the schema in words."""
+    """Appended to :attr:`system` on every rung: the schema in words (servers that take a
+    response format do not all show it to the model; Ollama does not)."""
     boundaries: Boundaries
     """The boundary lines used."""
     line_count: int
     """Lines of candidate code shown (issue lines must fall in 1..line_count)."""
 
     def messages(self, mode: ResponseMode) -> list[ChatCompletionMessageParam]:
-        """The chat messages to send in ``mode``."""
-        system = self.system if mode == "json_schema" else self.system + self.json_mode_suffix
+        """The chat messages to send on rung ``mode``.
+
+        The same on every rung: the schema is always stated in the system prompt,
+        whatever response format goes with it.
+        """
+        del mode  # one text for every rung, so that a reply never depends on the rung's words
+        system = self.system + self.json_mode_suffix
         return [{"role": "system", "content": system}, {"role": "user", "content": self.user}]
 
 

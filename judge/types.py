@@ -18,9 +18,12 @@ __all__ = [
     "JudgeResult",
     "JudgeStatus",
     "ReasonCode",
+    "Repeat",
     "Reply",
     "ResponseMode",
     "Severity",
+    "TemperaturePolicy",
+    "TokenParam",
     "Tokens",
 ]
 
@@ -35,8 +38,18 @@ IntentVerdict = Literal["match", "mismatch"]
 """Does the implementation do what the specification asks."""
 Severity = Literal["info", "warning", "error"]
 """How much an issue matters."""
-ResponseMode = Literal["json_schema", "json_object"]
-"""Structured output with a strict schema, or the JSON-mode fallback."""
+ResponseMode = Literal["json_schema", "json_schema_nonstrict", "json_object", "prompt_only"]
+"""The rungs of the capability ladder, best first: a strict ``json_schema`` response
+format, ``json_schema`` without ``strict``, JSON mode (``json_object``), or no
+response format at all. The schema is stated in the prompt on every rung, and every
+reply is validated against it whatever the endpoint promised."""
+TemperaturePolicy = Literal["zero", "server_default"]
+"""``zero``: ``temperature: 0`` is sent. ``server_default``: the endpoint refused it
+(reasoning models accept only their default), so no temperature is sent and the
+judge is not deterministic."""
+TokenParam = Literal["max_tokens", "max_completion_tokens"]
+"""Which name the output-token cap is sent under (reasoning models refuse
+``max_tokens``; some servers know only ``max_tokens``)."""
 ReasonCode = Literal[
     "parse_failure",
     "schema_violation",
@@ -149,6 +162,63 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
+class Repeat:
+    """How a judgement asked ``n`` times came out (``--judge-repeat``)."""
+
+    verdicts: tuple[IntentVerdict | None, ...]
+    """Each repeat's verdict in the order asked; ``None`` for a repeat that was not
+    scored, or scored by a rubric without a verdict."""
+    scored: int
+    """Repeats whose reply validated."""
+    agreement: float | None
+    """Share of scored repeats whose verdict is the majority's; ``None`` without verdicts."""
+    flipped: bool
+    """The scored repeats disagree on the verdict (or tie): a passing sample is
+    ``needs_review``."""
+    criteria_flipped: tuple[str, ...] = ()
+    """Criterion ids whose score differs between scored repeats."""
+
+    @property
+    def n(self) -> int:
+        """How many times the item was asked."""
+        return len(self.verdicts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row's ``judge.repeat`` field."""
+        return {
+            "n": self.n,
+            "verdicts": list(self.verdicts),
+            "scored": self.scored,
+            "agreement": self.agreement,
+            "flipped": self.flipped,
+            "criteria_flipped": list(self.criteria_flipped),
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Repeat:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` for anything else."""
+        if type(value) is not dict:
+            raise ValueError("repeat is not an object")
+        verdicts = tuple(
+            None if v is None else _word(v, _VERDICTS) for v in _list(value["verdicts"])
+        )
+        agreement = value["agreement"]
+        if agreement is not None and type(agreement) not in (int, float):
+            raise ValueError("repeat.agreement is not a number")
+        flipped = value["flipped"]
+        if type(flipped) is not bool or _int(value["n"]) != len(verdicts):
+            raise ValueError("repeat.flipped is not a boolean, or n is not len(verdicts)")
+        criteria = _list(value["criteria_flipped"])
+        return cls(
+            verdicts=verdicts,
+            scored=_int(value["scored"]),
+            agreement=None if agreement is None else float(agreement),
+            flipped=flipped,
+            criteria_flipped=tuple(_str(c) for c in criteria),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeResult:
     """The judge's annotation of one candidate (the row's ``judge`` field)."""
 
@@ -191,6 +261,10 @@ class JudgeResult:
     """The reply as received, kept for a human (always, when there was one)."""
     key: str = ""
     """The request's cache key (SHA-256); the cache keeps the full request under it."""
+    repeat: Repeat | None = None
+    """With ``--judge-repeat N`` (N > 1): every repeat's verdict and whether they agree;
+    the result's own verdict and scores are then the majority's. ``None`` (and no
+    ``repeat`` key on the row) for a single judgement."""
 
     @property
     def mismatch(self) -> bool:
@@ -199,8 +273,8 @@ class JudgeResult:
 
     @property
     def unscored(self) -> bool:
-        """A reply came but broke protocol: a human must look."""
-        return self.status == "needs_review"
+        """A reply came but broke protocol, or repeats flipped: a human must look."""
+        return self.status == "needs_review" or (self.repeat is not None and self.repeat.flipped)
 
     @classmethod
     def skipped(cls, reason_code: ReasonCode, reason: str) -> JudgeResult:
@@ -217,7 +291,7 @@ class JudgeResult:
         tokens = None
         if self.tokens is not None:
             tokens = {"prompt": self.tokens.prompt, "completion": self.tokens.completion}
-        return {
+        row = {
             "status": self.status,
             "verdict": self.verdict,
             "scores": dict(self.scores),
@@ -240,6 +314,9 @@ class JudgeResult:
             "raw": self.raw,
             "key": self.key,
         }
+        if self.repeat is not None:  # absent for a single judgement: rows stay as they were
+            row["repeat"] = self.repeat.to_json()
+        return row
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> JudgeResult:
@@ -298,6 +375,7 @@ class JudgeResult:
                 reason=_opt_str(row["reason"]),
                 raw=_opt_str(row["raw"]),
                 key=_str(row["key"]),
+                repeat=Repeat.from_json(row["repeat"]) if "repeat" in row else None,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a judge row: {exc!r}") from exc

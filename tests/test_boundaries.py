@@ -63,8 +63,9 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.pipeline": _RECORDS | {"gradebox.pipeline"},
     "gradebox.suite": _RECORDS | {"gradebox.suite"},
     "gradebox.reports": _RECORDS | {"gradebox.reports", "gradebox.runs.passk"},
+    "gradebox.judging": _RECORDS | {"gradebox.judging"},
     "gradebox.runs": _RECORDS
-    | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite"}
+    | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite", "gradebox.judging"}
     | {"gradebox.reports"},
     "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.

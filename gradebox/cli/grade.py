@@ -168,6 +168,26 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     type=click.IntRange(1, 256),
     help="Judge requests in flight at once (default: 8).",
 )
+@click.option(
+    "--judge-repeat",
+    type=click.IntRange(1, 25),
+    help="Judge each sample N times (bypassing the cache, which keeps all N) and keep the "
+    "majority; a verdict that flips sends a passing sample to needs_review (default: 1, or 3 "
+    "when the model refuses temperature 0).",
+)
+@click.option(
+    "--judge-extra-body",
+    metavar="JSON",
+    callback=lambda _ctx, _param, value: _extra_body(value),
+    help="Provider options merged into every judge request, e.g. "
+    '\'{"provider": {"require_parameters": true}}\' (OpenRouter).',
+)
+@click.option(
+    "--judge-max-tokens",
+    type=click.IntRange(1, 1_000_000),
+    help="Cap on each judge reply's tokens (sent as max_tokens or max_completion_tokens, "
+    "whichever the endpoint takes; default: no cap).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stderr.")
 @exit_codes
 def grade(**opts: Any) -> None:
@@ -285,6 +305,9 @@ def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitSta
             cache_path=j.cache,
             no_cache=j.no_cache,
             concurrency=j.concurrency,
+            repeat=j.repeat,
+            extra_body=j.extra_body,
+            max_output_tokens=j.max_tokens,
         )
         stack.callback(judge.close)
         if isinstance(judge, SkippedJudge):
@@ -339,6 +362,8 @@ def _grade(
     if lost:
         click.echo(f"gradebox grade: {lost}: run again with --run-dir to grade the rest", err=True)
     summary = summarize(rows)
+    if stages.judge is not None:
+        summary["judge"]["deterministic"] = stages.judge.endpoint_record()["deterministic"]
     summary["suite"] = prepared
     if output.run is not None:
         summary["resume"] = plan.record()
@@ -376,6 +401,18 @@ def warnings(summary: Mapping[str, Any]) -> list[str]:
         out.append(
             f"warning: the judge was unreachable on every call ({asked} unavailable): "
             "check GRADEBOX_JUDGE_BASE_URL and GRADEBOX_JUDGE_MODEL, or pass --no-judge"
+        )
+    prints = judge.get("fingerprints") or {}
+    if len(prints) > 1:
+        out.append(
+            "warning: the judge's backend fingerprint changed within the run ("
+            + ", ".join(f"{fp} on {n}" for fp, n in prints.items())
+            + "): its replies may not be comparable"
+        )
+    if judge.get("deterministic") is False:
+        out.append(
+            "note: the judge model refused temperature 0, so it ran at the server's default "
+            "temperature (non-deterministic; see judge.repeat on the rows)"
         )
     if summary["static"]["infra_errors"]:
         out.append(
@@ -460,6 +497,7 @@ def _manifest(
         "judge_model": judge.model if judge else None,
         "judge_base_url": judge.base_url if judge else None,
         "rubric_digests": digests,
+        "judge_endpoint": judge.endpoint_record() if judge else None,
         "tools": {"sandbox_python": used.tools["sandbox_python"]} if used else {},
         "options": {**config.options(), "jobs": config.jobs, "scheduler": config.scheduler},
         "argv": list(config.argv),
@@ -513,6 +551,19 @@ def _open_sandbox(config: RunConfig) -> Sandbox:
         )
     options = ClusterOptions(address, config.isolation, config.limits, config.jobs, python)
     return open_cluster(options)
+
+
+def _extra_body(value: str | None) -> dict[str, Any] | None:
+    """Read ``--judge-extra-body`` (a usage error when it is not a JSON object)."""
+    if value is None:
+        return None
+    from judge.config import parse_extra_body  # noqa: PLC0415 - only with the option
+    from judge.errors import JudgeConfigError  # noqa: PLC0415
+
+    try:
+        return parse_extra_body(value)
+    except JudgeConfigError as exc:
+        raise click.BadParameter(str(exc)) from exc
 
 
 @contextlib.contextmanager

@@ -8,6 +8,10 @@ What the judge sees is built here from two things only: the public task
 carries neither the reply's prose nor the hidden cases, and :class:`judge.JudgeItem`
 has no field for them.
 
+Before the first judgement the judge probes the endpoint (:meth:`judge.Judge.probe`:
+which response-format rung validates, whether temperature 0 is accepted);
+:meth:`JudgeStage.endpoint_record` is what the manifest keeps of it.
+
 The row's ``judge`` field is :meth:`judge.JudgeResult.to_row`: ``status`` is
 ``scored``, ``needs_review`` (the reply broke protocol), ``unavailable`` (no
 reply: infrastructure) or ``skipped`` (with ``reason``: no code extracted, no
@@ -23,6 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gradebox.errors import BadInput, SetupError
 from gradebox.pipeline.core import Annotation, Graded
@@ -61,6 +66,28 @@ class JudgeStage:
     def model(self) -> str | None:
         """The model used (from ``--judge-model`` or the environment)."""
         return self.config.model if self.config else None
+
+    def endpoint_record(self) -> dict[str, Any]:
+        """What the manifest keeps of the endpoint: the probe, repeats, fingerprints seen.
+
+        ``probe`` is ``None`` when nothing was judged (every row from the cache or
+        skipped); ``fingerprint_changed`` is true when fresh replies carried more
+        than one ``system_fingerprint`` (the backend changed within the run).
+        """
+        report = self.judge.probe_report
+        seen = self.judge.fingerprints_seen()
+        repeat = None
+        if report is not None:
+            repeat = self.config.repeat if self.config and self.config.repeat else None
+            repeat = repeat or (1 if report.capabilities.deterministic else 3)
+        return {
+            "probe": None if report is None else report.to_json(),
+            "deterministic": None if report is None else report.capabilities.deterministic,
+            "repeat": repeat,
+            "extra_body": dict(self.config.extra_body) if self.config else {},
+            "fingerprints_seen": seen,
+            "fingerprint_changed": len(seen) > 1,
+        }
 
     def rubric_digest(self, name: str | None) -> str:
         """The digest of rubric ``name`` (or the override) and its prompt templates."""
@@ -126,6 +153,10 @@ class SkippedJudge:
         """No rubric is used."""
         return "none"
 
+    def endpoint_record(self) -> dict[str, Any]:
+        """No endpoint was asked."""
+        return {"probe": None, "deterministic": None, "repeat": None, "fingerprints_seen": {}}
+
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
         """The same skipped annotation for every item."""
         return [Annotation(self._result) for _ in items]
@@ -158,6 +189,9 @@ def open_judge_stage(
     cache_path: Path | None = None,
     no_cache: bool = False,
     concurrency: int | None = None,
+    repeat: int | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    max_output_tokens: int | None = None,
 ) -> JudgeStage | SkippedJudge:
     """Configure the judge from the environment and options, and load every rubric.
 
@@ -169,6 +203,10 @@ def open_judge_stage(
         cache_path: The reply cache; ``None`` for :func:`default_cache_path`.
         no_cache: Neither read nor write the cache.
         concurrency: Requests in flight at once; ``None`` keeps the default.
+        repeat: Judgements per item (``--judge-repeat``); ``None``: 1, or 3 when the
+            endpoint refuses temperature 0.
+        extra_body: Provider options for every request (``--judge-extra-body``).
+        max_output_tokens: Cap on each reply's tokens (``--judge-max-tokens``).
 
     Returns:
         The stage, or a :class:`SkippedJudge` (with a ``notice`` for the user)
@@ -192,6 +230,9 @@ def open_judge_stage(
             cache_path=path,
             no_cache=no_cache,
             concurrency=concurrency or config.concurrency,
+            repeat=repeat,
+            extra_body=dict(extra_body or {}),
+            max_output_tokens=max_output_tokens,
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

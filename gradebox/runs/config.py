@@ -13,7 +13,7 @@ import importlib.metadata
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -70,6 +70,12 @@ class JudgeOptions:
     """Requests in flight at once; ``None`` keeps the judge's default."""
     environ: Mapping[str, str]
     """The judge's environment variables (:data:`JUDGE_ENV`), read-only."""
+    repeat: int | None = None
+    """``--judge-repeat``: judgements per item; ``None``: 1, or 3 for a non-deterministic judge."""
+    extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """``--judge-extra-body``: provider options merged into every request."""
+    max_tokens: int | None = None
+    """``--judge-max-tokens``: cap on each reply's tokens; ``None`` sends none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +142,20 @@ class RunConfig:
             "static": self.static is not None,
             "judge": self.judge is not None,
             "judge_rubric": self.judge.rubric if self.judge else None,
+            **self._judge_options(),
         }
+
+    def _judge_options(self) -> dict[str, Any]:
+        """The judge's request options, only when set (so older fingerprints stay valid)."""
+        j = self.judge
+        if j is None:
+            return {}
+        found = {
+            "judge_repeat": j.repeat,
+            "judge_extra_body": dict(j.extra_body) or None,
+            "judge_max_tokens": j.max_tokens,
+        }
+        return {k: v for k, v in found.items() if v is not None}
 
 
 def build_config(
@@ -165,6 +184,9 @@ def build_config(
             no_cache=opts["no_judge_cache"],
             concurrency=opts["judge_concurrency"],
             environ=MappingProxyType(env),
+            repeat=opts.get("judge_repeat"),
+            extra_body=MappingProxyType(dict(opts.get("judge_extra_body") or {})),
+            max_tokens=opts.get("judge_max_tokens"),
         )
     limits = Limits(
         case_timeout_s=opts["case_timeout"],

@@ -358,7 +358,7 @@ class RunDir:
                 "model": judge_model,
                 "base_url": judge_base_url,
                 "rubric_digests": dict(rubric_digests or {}),
-                "endpoint": dict(judge_endpoint) if judge_endpoint is not None else None,
+                **({"endpoint": dict(judge_endpoint)} if judge_endpoint is not None else {}),
                 **_judge_seen(rows),
             },
             "inputs": {role: _file_entry(p) for role, p in inputs.items()},

@@ -3,8 +3,11 @@
 Static figures: findings by severity, samples the policy failed or sent to
 review, samples on which a static tool failed. Judge reliability: results by
 status, cache hits, retries, mismatches, and how often the judge's intent
-verdict agrees with the hidden tests (a confusion table and Cohen's kappa),
-so a user sees at a glance whether this judge can be trusted on this task set.
+verdict agrees with the hidden tests (a confusion table, Cohen's kappa and
+Scott's pi with bootstrap intervals, leniency and strictness: one implementation,
+:mod:`gradebox.judging`), how often repeated judgements flip, and the backend
+fingerprints fresh replies carried, so a user sees at a glance whether this judge
+can be trusted on this task set.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
+
+from gradebox.judging import flip_rates, versus_tests
 
 __all__ = ["format_summary", "summarize"]
 
@@ -70,15 +75,12 @@ def _static(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
     judged = [(r, r["judge"]) for r in rows if r.get("judge")]
     statuses = Counter(j["status"] for _, j in judged)
-    table = Counter(
-        (
-            j["verdict"],
-            "pass" if r["outcomes"] and all(o == "ok" for o in r["outcomes"]) else "fail",
-        )
-        for r, j in judged
-        if j["status"] == "scored" and j.get("verdict") in ("match", "mismatch")
+    flips = flip_rates(rows)
+    fresh = Counter(
+        str(j["system_fingerprint"])
+        for _, j in judged
+        if j.get("system_fingerprint") and not j.get("cache_hit")
     )
-    agreement = {f"{v}_{t}": table[(v, t)] for v in ("match", "mismatch") for t in ("pass", "fail")}
     return {
         "rows": len(judged),
         **{k: statuses.get(k, 0) for k in _STATUSES},
@@ -87,20 +89,10 @@ def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mismatches": sum(
             1 for _, j in judged if j["status"] == "scored" and j["verdict"] == "mismatch"
         ),
-        "agreement": {**agreement, "kappa": _kappa(agreement)},
+        "agreement": versus_tests(rows).to_json(),
+        "flips": None if flips is None else flips.to_json(),
+        "fingerprints": dict(fresh),
     }
-
-
-def _kappa(t: dict[str, int]) -> float | None:
-    """Cohen's kappa of judge match/mismatch against hidden pass/fail (``None`` if undefined)."""
-    a, b = t["match_pass"], t["match_fail"]
-    c, d = t["mismatch_pass"], t["mismatch_fail"]
-    n = a + b + c + d
-    if n == 0:
-        return None
-    observed = (a + d) / n
-    expected = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
-    return None if expected == 1 else round((observed - expected) / (1 - expected), 4)
 
 
 def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
@@ -142,13 +134,43 @@ def _stage_lines(s: dict[str, Any]) -> list[str]:
             f"mismatches {j['mismatches']}"
         )
         agree = j["agreement"]
-        n = sum(v for k, v in agree.items() if k != "kappa")
-        if n:
-            kappa = "n/a" if agree["kappa"] is None else f"{agree['kappa']:.2f}"
+        if agree["n"]:
             line += (
-                f"; vs hidden tests (n={n}): match/pass {agree['match_pass']}, "
+                f"; vs hidden tests (n={agree['n']}): match/pass {agree['match_pass']}, "
                 f"match/fail {agree['match_fail']}, mismatch/pass {agree['mismatch_pass']}, "
-                f"mismatch/fail {agree['mismatch_fail']}, kappa {kappa}"
+                f"mismatch/fail {agree['mismatch_fail']}, " + _figures(agree)
             )
         lines.append(line)
+        flips = j.get("flips")
+        if flips:
+            lines.append("  judge repeats: " + _flip_line(flips))
     return lines
+
+
+def _ci(value: float | None, ci: list[float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
+def _figures(agree: dict[str, Any]) -> str:
+    if agree["note"] and agree["kappa"] is None:
+        return f"kappa n/a: {agree['note']}"
+    text = f"kappa {_ci(agree['kappa'], agree['kappa_ci'])}, pi {_ci(agree['pi'], agree['pi_ci'])}"
+    for name in ("leniency", "strictness"):
+        r = agree[name]
+        if r:
+            text += f", {name} {r['k']}/{r['n']} {_ci(r['rate'], r['ci'])}"
+    return text
+
+
+def _flip_line(flips: dict[str, Any]) -> str:
+    overall = flips["overall"]
+    text = f"{flips['items']} items, flip rate {_ci(overall['rate'], overall['ci'])}"
+    if flips["verdict"]:
+        v = flips["verdict"]
+        text += f"; verdict flips {v['k']}/{v['n']} {_ci(v['rate'], v['ci'])}"
+    worst = sorted(flips["criteria"].items(), key=lambda kv: -kv[1]["rate"])[:3]
+    if worst:
+        text += "; by criterion " + ", ".join(f"{c} {r['rate']:.2f}" for c, r in worst)
+    return text

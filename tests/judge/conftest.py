@@ -10,9 +10,12 @@ the real ``openai`` client over real sockets.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import random
 import threading
 import time
+import types
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +26,7 @@ from typing import Any
 import pytest
 
 from judge import Judge, JudgeConfig, JudgeItem
+from judge.capabilities import Capabilities
 
 CASES = Path(__file__).parent / "cases"
 
@@ -246,6 +250,9 @@ def make_config(server: ScriptedServer) -> Callable[..., JudgeConfig]:
             "max_attempts": 3,
             "backoff_initial_s": 0.001,
             "backoff_max_s": 0.01,
+            # Pinned, so that request counts are the judgements' own; the probe's tests
+            # (tests/judge/test_probe.py) pass capabilities=None.
+            "capabilities": Capabilities(),
             **overrides,
         }
         return JudgeConfig(**settings)
@@ -284,3 +291,153 @@ def make_item(
 @pytest.fixture
 def item() -> Callable[..., JudgeItem]:
     return make_item
+
+
+# -- quirks: responders that behave like real servers ------------------------------------------
+QUIRKS_DOC = """Responders for :class:`ScriptedServer` that behave like real servers.
+
+Each imitates one documented quirk of an "OpenAI-compatible" server, at the HTTP
+level (status, body shape, error text as the server writes it):
+
+- :func:`strict_server`: OpenAI / vLLM / SGLang, strict ``json_schema`` honoured.
+- :func:`llama_cpp_failing_open`: llama.cpp's ``llama-server`` given a schema it cannot
+  turn into a grammar: 200 with free text; with ``json_object`` its generic JSON grammar
+  holds, so JSON comes back.
+- :func:`prose_server`: a server that answers prose whatever it is asked.
+- :func:`lm_studio`: LM Studio refuses ``response_format: json_object`` with a 400 whose
+  ``error`` is a bare string: ``'response_format.type' must be 'json_schema' or 'text'``.
+- :func:`reasoning_model`: OpenAI's reasoning models refuse ``temperature`` other than
+  the default (``param: temperature``, ``code: unsupported_value``) and ``max_tokens``
+  (``Use 'max_completion_tokens' instead``).
+- :class:`Flipper`: a server whose verdict flips on a random 20 % of items (vLLM at
+  temperature 0 without batch invariance changes output with the batch).
+"""
+
+Responder = Callable[[dict[str, Any]], Scripted]
+
+PROSE = "Sure! Looking at this function, it seems correct and readable. I'd give it a 4/5."
+
+
+def _rung(body: dict[str, Any]) -> str:
+    fmt = body.get("response_format")
+    if fmt is None:
+        return "prompt_only"
+    if fmt["type"] == "json_schema":
+        return "json_schema" if fmt["json_schema"].get("strict") else "json_schema_nonstrict"
+    return str(fmt["type"])
+
+
+def _schema(body: dict[str, Any]) -> dict[str, Any]:
+    found = schema_of(body)
+    if found is not None:
+        return found
+    import rubrics
+    from judge import reply_schema
+
+    return reply_schema(rubrics.load("default"))
+
+
+def _ok(content: str, **kwargs: Any) -> Scripted:
+    return Scripted(200, completion(content, **kwargs))
+
+
+def strict_server(body: dict[str, Any]) -> Scripted:
+    """Validates on every rung (the schema is honoured)."""
+    return _ok(json.dumps(valid_reply(_schema(body))))
+
+
+def llama_cpp_failing_open(body: dict[str, Any]) -> Scripted:
+    """Free text for ``json_schema`` (grammar failed) and no format; JSON for ``json_object``."""
+    if _rung(body) == "json_object":
+        return _ok(json.dumps(valid_reply(_schema(body))), fingerprint="b4000-llama")
+    return _ok(PROSE, fingerprint="b4000-llama")
+
+
+def prose_server(body: dict[str, Any]) -> Scripted:
+    """Prose on every rung."""
+    return _ok(PROSE)
+
+
+def lm_studio(body: dict[str, Any]) -> Scripted:
+    """400 for ``json_object`` (a bare-string error, as LM Studio sends it); else valid."""
+    if _rung(body) == "json_object":
+        return Scripted(400, {"error": "'response_format.type' must be 'json_schema' or 'text'"})
+    return _ok(json.dumps(valid_reply(_schema(body))), fingerprint=None)
+
+
+def reasoning_model(body: dict[str, Any]) -> Scripted:
+    """OpenAI reasoning-model refusals of ``temperature`` and ``max_tokens``; else valid."""
+    if "temperature" in body and body["temperature"] != 1:
+        return Scripted(
+            400,
+            {
+                "error": {
+                    "message": "Unsupported value: 'temperature' does not support 0 with this "
+                    "model. Only the default (1) value is supported.",
+                    "type": "invalid_request_error",
+                    "param": "temperature",
+                    "code": "unsupported_value",
+                }
+            },
+        )
+    if "max_tokens" in body:
+        return Scripted(
+            400,
+            {
+                "error": {
+                    "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+                    "model. Use 'max_completion_tokens' instead.",
+                    "type": "invalid_request_error",
+                    "param": "max_tokens",
+                    "code": "unsupported_parameter",
+                }
+            },
+        )
+    return _ok(json.dumps(valid_reply(_schema(body))), fingerprint="fp_reasoning")
+
+
+class Flipper:
+    """Valid replies; a random ``share`` of items (decided on first sight, seeded) answer
+    ``mismatch`` on their second request and ``match`` otherwise, so each such item flips
+    exactly once across three repeats. ``flipping`` holds the codes of those items."""
+
+    def __init__(self, share: float = 0.2, seed: int = 15) -> None:
+        self.share = share
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.flipping: set[str] = set()
+        self._seen: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> Scripted:
+        user = body["messages"][1]["content"]
+        item = hashlib.sha256(user.encode()).hexdigest()
+        with self._lock:
+            if item not in self._seen:
+                self._seen[item] = 0
+                if self._rng.random() < self.share:
+                    self.flipping.add(item)
+            self._seen[item] += 1
+            nth = self._seen[item]
+            verdict = "mismatch" if item in self.flipping and nth == 2 else "match"
+        return _ok(json.dumps(valid_reply(_schema(body), verdict=verdict)))
+
+
+def serve(server: ScriptedServer, responder: Responder) -> ScriptedServer:
+    """Point ``server`` at ``responder``."""
+    server.responder = responder
+    return server
+
+
+@pytest.fixture(scope="session")
+def quirks() -> types.SimpleNamespace:
+    """The quirk responders (see ``QUIRKS_DOC``)."""
+    return types.SimpleNamespace(
+        strict=strict_server,
+        llama_cpp=llama_cpp_failing_open,
+        prose=prose_server,
+        lm_studio=lm_studio,
+        reasoning=reasoning_model,
+        Flipper=Flipper,
+        PROSE=PROSE,
+        rung=_rung,
+    )

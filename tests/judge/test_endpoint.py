@@ -26,6 +26,7 @@ from judge import (
     StructuredOutputUnsupported,
     map_openai_error,
 )
+from judge.capabilities import Capabilities
 from judge.endpoint import parse_retry_after
 
 
@@ -143,7 +144,9 @@ def test_client_errors_are_not_retried(server, make_judge, item, status):
 # -- structured output fallback ----------------------------------------------------------
 
 
-def test_json_schema_rejected_falls_back_to_json_mode_for_the_endpoint(server, make_judge, item):
+def test_a_refused_format_goes_one_rung_down_for_that_request_only(server, make_judge, item):
+    # A 400 naming response_format can be provoked by one candidate (a server that echoes
+    # the prompt in its error): it costs that request a rung, never anyone else's.
     server.push(
         server.error(
             400, "Invalid parameter: 'response_format' of type 'json_schema' is not supported."
@@ -154,17 +157,18 @@ def test_json_schema_rejected_falls_back_to_json_mode_for_the_endpoint(server, m
     second = judge.judge_one(item())
 
     formats = [b["response_format"] for b in server.bodies()]
-    assert formats[0]["type"] == "json_schema"
-    assert formats[1:] == [{"type": "json_object"}, {"type": "json_object"}]
-    # In JSON mode the schema travels in the system prompt instead.
-    system = server.requests[1].body["messages"][0]["content"]
-    assert "must validate against this JSON Schema" in system
-    assert '"gradebox_judgement"' not in system and '"scores"' in system
-    assert (first.status, first.mode, first.attempts) == ("scored", "json_object", 2)
-    assert (second.status, second.mode, second.attempts) == ("scored", "json_object", 1)
+    assert formats[0]["json_schema"]["strict"] is True
+    assert formats[1]["type"] == "json_schema" and "strict" not in formats[1]["json_schema"]
+    assert formats[2]["json_schema"]["strict"] is True  # the next request: the probe's rung
+    # The schema travels in the system prompt on every rung, and the text is the same.
+    system, again = (seen.body["messages"][0]["content"] for seen in server.requests[:2])
+    assert system == again
+    assert "must validate against this JSON Schema" in system and '"scores"' in system
+    assert (first.status, first.mode, first.attempts) == ("scored", "json_schema_nonstrict", 2)
+    assert (second.status, second.mode, second.attempts) == ("scored", "json_schema", 1)
 
 
-def test_json_mode_reply_is_validated_all_the_same(server, make_judge, item):
+def test_a_lower_rungs_reply_is_validated_all_the_same(server, make_judge, item):
     server.push(server.error(400, "response_format json_schema unsupported"))
     bad = server.valid()
     bad["scores"]["INT001"] = 7
@@ -173,14 +177,16 @@ def test_json_mode_reply_is_validated_all_the_same(server, make_judge, item):
     assert (result.status, result.reason_code, result.mode) == (
         "needs_review",
         "rubric_violation",
-        "json_object",
+        "json_schema_nonstrict",
     )
 
 
-def test_json_mode_rejected_too_is_unavailable(server, make_judge, item):
+def test_every_rung_refused_is_unavailable(server, make_judge, item):
     server.responder = lambda body: server.error(400, "response_format is not supported at all")
     result = make_judge().judge_one(item())
-    assert (result.status, result.reason_code, result.attempts) == ("unavailable", "rejected", 2)
+    assert (result.status, result.reason_code, result.attempts) == ("unavailable", "rejected", 4)
+    formats = [b.get("response_format", {}).get("type") for b in server.bodies()]
+    assert formats == ["json_schema", "json_schema", "json_object", None]
 
 
 # -- error mapping (unit, through httpx.MockTransport) ------------------------------------
@@ -259,7 +265,7 @@ def test_judge_raises_mapped_errors_from_the_original(server, make_config, item)
     client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
     endpoint = Endpoint(client, make_config(max_attempts=1))
     with pytest.raises(ServerError) as info:
-        endpoint.complete(lambda mode: [{"role": "user", "content": "x"}], {})
+        endpoint.complete(lambda mode: [{"role": "user", "content": "x"}], {}, Capabilities())
     assert isinstance(info.value.__cause__, openai.InternalServerError)
     assert info.value.attempts == 1
 

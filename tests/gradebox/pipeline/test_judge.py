@@ -190,13 +190,15 @@ def test_scored_annotation_on_the_row_and_cached_on_the_second_run(server, tmp_p
     assert judge["rubric"].startswith("default@")
     assert rows["good"]["verdict"] == "pass"
     assert "judge: scored 1, needs_review 0, unavailable 0, skipped 0; cache hits 0" in summary
-    # the request is temperature 0 and asks the configured model
-    assert server.bodies[0]["temperature"] == 0 and server.bodies[0]["model"] == "judge-model"
+    # the probe asked first (a fixed item), then the judgement: temperature 0, the model
+    probe, asked = server.bodies
+    assert "def add(a: int, b: int)" in probe["messages"][1]["content"]
+    assert asked["temperature"] == 0 and asked["model"] == "judge-model"
     # the default cache lives under $XDG_CACHE_HOME/gradebox/
     assert (tmp_path / "xdg" / "gradebox" / "judge.sqlite").is_file()
 
     again, summary = _grade([*args, "--no-static"], _env(server, tmp_path))
-    assert len(server.bodies) == 1
+    assert len(server.bodies) == 2  # the probe's finding is cached too
     assert again["good"]["judge"]["cache_hit"] is True
     assert again["good"]["judge"]["scores"] == judge["scores"]
     assert "cache hits 1" in summary
@@ -271,10 +273,10 @@ def test_the_judge_sees_spec_signature_and_code_only(server, tmp_path):
     args = _inputs(tmp_path, [{"id": "r", "fn": "inc", "reply": reply}])
     rows, _ = _grade([*args, "--no-static", "--explain"], _env(server, tmp_path))
     assert rows["r"]["judge"]["status"] == "scored"
-    (raw,) = server.raw
+    _probe, raw = server.raw
     for secret in (str(SECRET_ARG), str(SECRET_EXPECT), "PROSE-MARKER-7Q", "trust me"):
         assert secret not in raw
-    prompt = "\n".join(m["content"] for m in server.bodies[0]["messages"])
+    prompt = "\n".join(m["content"] for m in server.bodies[1]["messages"])
     assert "Return x plus one." in prompt and "def inc(x: int) -> int" in prompt
     assert "return x + 1" in prompt
 
@@ -387,13 +389,17 @@ def _scored(verdict: str | None, **extra: Any) -> dict[str, Any]:
     return {"status": "scored", "verdict": verdict, "cache_hit": False, "attempts": 1, **extra}
 
 
+_CELLS = ("match_pass", "match_fail", "mismatch_pass", "mismatch_fail")
+
+
 @pytest.mark.parametrize(
     ("pairs", "kappa"),
     [
-        ([("match", "ok"), ("match", "ok"), ("mismatch", "wrong"), ("mismatch", "wrong")], 1.0),
-        ([("match", "ok"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "wrong")], 0.0),
-        ([("match", "wrong"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "ok")], -1.0),
-        ([("match", "ok"), ("match", "ok")], None),  # one class only: kappa is undefined
+        ([("match", "ok"), ("match", "ok"), ("mismatch", "wrong"), ("mismatch", "wrong")] * 3, 1),
+        ([("match", "ok"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "wrong")] * 3, 0),
+        ([("match", "wrong"), ("match", "wrong"), ("mismatch", "ok"), ("mismatch", "ok")] * 3, -1),
+        ([("match", "ok"), ("match", "ok")] * 6, None),  # one class only: kappa is undefined
+        ([("match", "ok"), ("mismatch", "wrong")] * 2, None),  # too few items for a figure
         ([], None),
     ],
 )
@@ -407,8 +413,14 @@ def test_summary_judge_agreement_with_hidden_tests(pairs, kappa):
         _row(["ok"], None),
     ]
     j = summarize(rows)["judge"]
-    assert j["agreement"]["kappa"] == kappa
-    assert sum(v for k, v in j["agreement"].items() if k != "kappa") == len(pairs)
+    agree = j["agreement"]
+    assert agree["kappa"] == kappa
+    assert sum(agree[c] for c in _CELLS) == agree["n"] == len(pairs)
+    if len(pairs) < 10:
+        assert agree["note"] == f"too few items (n={len(pairs)} < 10)" and agree["pi"] is None
+    elif kappa is not None:
+        low, high = agree["kappa_ci"]
+        assert low <= kappa <= high and agree["pi"] == kappa  # balanced marginals: pi = kappa
     assert (j["scored"], j["needs_review"], j["unavailable"], j["skipped"]) == (
         len(pairs) + 1,
         1,

@@ -1,0 +1,273 @@
+"""How far the judge can be trusted on a run: agreement with the tests, flip rates of repeats.
+
+Read from the run's rows (results.jsonl), by :func:`versus_tests` and
+:func:`flip_rates`; :mod:`gradebox.judging.labels` compares the rows with people's
+labels. Every figure is a count with its n and a 95 % interval, and below
+:data:`MIN_ITEMS` items a chance-corrected figure is replaced by a note ("too few
+items"): a kappa over five items is noise that looks like a number.
+
+The judge's intent verdict is compared with the hidden tests as two raters over
+``match``/``pass`` and ``mismatch``/``fail``: Cohen's kappa and Scott's pi with
+percentile-bootstrap intervals, *leniency* P(match | tests fail) and *strictness*
+P(mismatch | tests pass), each with its Wilson interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gradebox.judging.stats import Interval, bootstrap_interval, cohen_kappa, scott_pi, wilson
+
+__all__ = [
+    "MIN_ITEMS",
+    "Agreement",
+    "FlipRates",
+    "Rate",
+    "TestsAgreement",
+    "agreement",
+    "flip_rates",
+    "rate",
+    "versus_tests",
+]
+
+MIN_ITEMS = 10
+"""Fewer items than this: no kappa, no pi, a note instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """``k`` of ``n``, with its Wilson 95 % interval."""
+
+    k: int
+    """Items counted."""
+    n: int
+    """Items in the denominator (at least 1)."""
+    interval: Interval
+    """Wilson 95 % interval."""
+
+    @property
+    def value(self) -> float:
+        """``k / n``."""
+        return self.k / self.n
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"k", "n", "rate", "ci"}``."""
+        ci = self.interval.to_json()
+        return {"k": self.k, "n": self.n, "rate": round(self.value, 4), "ci": ci}
+
+
+def rate(k: int, n: int) -> Rate | None:
+    """``k`` of ``n`` as a :class:`Rate`; ``None`` when ``n`` is 0."""
+    interval = wilson(k, n)
+    return None if interval is None else Rate(k, n, interval)
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """Two raters over the same items and categories."""
+
+    categories: tuple[str, ...]
+    """The categories, in table order (the first rater's names)."""
+    table: tuple[tuple[int, ...], ...]
+    """``table[i][j]``: items the first rater put in ``i`` and the second in ``j``."""
+    kappa: float | None
+    """Cohen's kappa; ``None`` when undefined or with too few items."""
+    kappa_ci: Interval | None
+    """Its bootstrap 95 % interval."""
+    pi: float | None
+    """Scott's pi; ``None`` when undefined or with too few items."""
+    pi_ci: Interval | None
+    """Its bootstrap 95 % interval."""
+    note: str | None
+    """Why a figure is missing (``too few items (n=4 < 10)``), else ``None``."""
+
+    @property
+    def n(self) -> int:
+        """Items compared."""
+        return sum(sum(row) for row in self.table)
+
+    @property
+    def observed(self) -> float | None:
+        """Share of items both raters put in the same category."""
+        n = self.n
+        return None if n == 0 else sum(self.table[i][i] for i in range(len(self.table))) / n
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON."""
+        observed = self.observed
+        return {
+            "n": self.n,
+            "categories": list(self.categories),
+            "table": [list(r) for r in self.table],
+            "observed": None if observed is None else round(observed, 4),
+            "kappa": _round(self.kappa),
+            "kappa_ci": None if self.kappa_ci is None else self.kappa_ci.to_json(),
+            "pi": _round(self.pi),
+            "pi_ci": None if self.pi_ci is None else self.pi_ci.to_json(),
+            "note": self.note,
+        }
+
+
+def agreement(pairs: Iterable[tuple[str, str]], categories: Sequence[str]) -> Agreement:
+    """Agreement of two raters' labels, one pair per item.
+
+    Args:
+        pairs: ``(first, second)`` per item; both in ``categories``.
+        categories: The category names, in table order.
+
+    Returns:
+        The table, kappa and pi with intervals (or a note when there are too few items).
+    """
+    index = {c: i for i, c in enumerate(categories)}
+    counts = [[0] * len(categories) for _ in categories]
+    for first, second in pairs:
+        counts[index[first]][index[second]] += 1
+    table = tuple(tuple(r) for r in counts)
+    n = sum(map(sum, table))
+    if n < MIN_ITEMS:
+        few = f"too few items (n={n} < {MIN_ITEMS})"
+        return Agreement(tuple(categories), table, None, None, None, None, few)
+    kappa, pi = cohen_kappa(table), scott_pi(table)
+    undefined = "undefined: every item is in one category"
+    note: str | None = None if kappa is not None else undefined
+    return Agreement(
+        tuple(categories),
+        table,
+        kappa,
+        None if kappa is None else bootstrap_interval(table, cohen_kappa),
+        pi,
+        None if pi is None else bootstrap_interval(table, scott_pi),
+        note,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TestsAgreement:
+    """The judge's intent verdict against the hidden tests."""
+
+    __test__ = False  # not a pytest class
+
+    agreement: Agreement
+    """Categories ``match`` (judge) / ``pass`` (tests) and ``mismatch`` / ``fail``."""
+    leniency: Rate | None
+    """P(match | tests fail): the judge waves a failing candidate through."""
+    strictness: Rate | None
+    """P(mismatch | tests pass): the judge objects to a passing candidate."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's ``judge.agreement``: cell counts first (as before), then the figures."""
+        (mp, mf), (xp, xf) = self.agreement.table
+        figures = self.agreement.to_json()
+        return {
+            "match_pass": mp,
+            "match_fail": mf,
+            "mismatch_pass": xp,
+            "mismatch_fail": xf,
+            "n": figures["n"],
+            "kappa": figures["kappa"],
+            "kappa_ci": figures["kappa_ci"],
+            "pi": figures["pi"],
+            "pi_ci": figures["pi_ci"],
+            "leniency": None if self.leniency is None else self.leniency.to_json(),
+            "strictness": None if self.strictness is None else self.strictness.to_json(),
+            "note": figures["note"],
+        }
+
+
+def _tests_passed(row: Mapping[str, Any]) -> bool:
+    outcomes = row.get("outcomes") or []
+    return bool(outcomes) and all(o == "ok" for o in outcomes)
+
+
+def _judge(row: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    judge = row.get("judge")
+    return judge if isinstance(judge, Mapping) else None
+
+
+def versus_tests(rows: Iterable[Mapping[str, Any]]) -> TestsAgreement:
+    """The judge's scored intent verdicts against the hidden tests' pass/fail.
+
+    Args:
+        rows: results.jsonl rows; only rows whose judge is ``scored`` with a verdict count.
+
+    Returns:
+        The agreement, leniency and strictness.
+    """
+    pairs: list[tuple[str, str]] = []
+    for row in rows:
+        judge = _judge(row)
+        if judge is None or judge.get("status") != "scored":
+            continue
+        verdict = judge.get("verdict")
+        if verdict in ("match", "mismatch"):
+            pairs.append((str(verdict), "match" if _tests_passed(row) else "mismatch"))
+    found = agreement(pairs, ("match", "mismatch"))
+    (mp, mf), (xp, xf) = found.table
+    return TestsAgreement(found, rate(mf, mf + xf), rate(xp, xp + mp))
+
+
+@dataclass(frozen=True, slots=True)
+class FlipRates:
+    """How often repeated judgements of one item disagree (``--judge-repeat``)."""
+
+    verdict: Rate | None
+    """Items whose verdict differed between scored repeats, of items with a verdict."""
+    criteria: dict[str, Rate]
+    """Per criterion id: items whose score differed between scored repeats."""
+    any_flip: Rate
+    """Items where the verdict or any score differed."""
+    flipped: tuple[str, ...]
+    """Ids of the items whose verdict flipped (the first 100)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's ``judge.flips``."""
+        return {
+            "items": self.any_flip.n,
+            "verdict": None if self.verdict is None else self.verdict.to_json(),
+            "criteria": {c: r.to_json() for c, r in sorted(self.criteria.items())},
+            "overall": self.any_flip.to_json(),
+            "flipped": list(self.flipped),
+        }
+
+
+def flip_rates(rows: Iterable[Mapping[str, Any]]) -> FlipRates | None:
+    """Flip rates over the items judged more than once with at least two scored repeats.
+
+    Args:
+        rows: results.jsonl rows.
+
+    Returns:
+        The rates, or ``None`` when no row carries ``judge.repeat`` with two scored repeats.
+    """
+    n = with_verdict = verdict_flips = any_flips = 0
+    criteria: dict[str, list[int]] = {}
+    flipped: list[str] = []
+    for row in rows:
+        judge = _judge(row)
+        repeat = judge.get("repeat") if judge is not None else None
+        if judge is None or not isinstance(repeat, Mapping) or int(repeat.get("scored", 0)) < 2:
+            continue
+        n += 1
+        verdicts = {v for v in repeat.get("verdicts", []) if v is not None}
+        with_verdict += bool(verdicts)
+        verdict_flip = bool(repeat.get("flipped"))
+        verdict_flips += verdict_flip
+        changed = set(repeat.get("criteria_flipped") or [])
+        any_flips += verdict_flip or bool(changed)
+        for cid in judge.get("scores") or {}:
+            counts = criteria.setdefault(str(cid), [0, 0])
+            counts[0] += cid in changed
+            counts[1] += 1
+        if verdict_flip and len(flipped) < 100:
+            flipped.append(str(row.get("id")))
+    overall = rate(any_flips, n)
+    if overall is None:
+        return None
+    per_criterion = {c: r for c, (k, m) in criteria.items() if (r := rate(k, m)) is not None}
+    return FlipRates(rate(verdict_flips, with_verdict), per_criterion, overall, tuple(flipped))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
