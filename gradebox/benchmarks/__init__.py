@@ -17,12 +17,15 @@ where the benchmark's ``==`` is laxer than gradebox's compare.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from gradebox.benchmarks.build import finish
 from gradebox.benchmarks.check import observe_references
 from gradebox.benchmarks.humaneval import read_humaneval, read_mbpp
 from gradebox.benchmarks.records import Draft, Equality, Format, ImportedTask, Skipped
+from gradebox.benchmarks.stdio import read_apps, read_livecodebench
 from gradebox.benchmarks.write import ImportReport, report_of, write_import
 from sandbox.runner import Sandbox
 from sandbox.types import Limits
@@ -33,6 +36,7 @@ __all__ = [
     "Format",
     "ImportReport",
     "ImportedTask",
+    "StdoutCompare",
     "import_benchmark",
     "write_import",
 ]
@@ -41,10 +45,36 @@ __all__ = [
 _READERS: dict[str, Callable[[Path], tuple[list[Draft], list[Skipped]]]] = {
     "humaneval": read_humaneval,
     "mbpp": read_mbpp,
+    "apps": read_apps,
+    "livecodebench": read_livecodebench,
 }
 
-FORMATS: tuple[Format, ...] = ("humaneval", "mbpp")
+FORMATS: tuple[Format, ...] = ("humaneval", "mbpp", "apps", "livecodebench")
 """Formats ``gradebox import`` reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class StdoutCompare:
+    """How the stdio cases of an import compare stdout (written on each case)."""
+
+    mode: Literal["tokens", "exact"] = "tokens"
+    """``tokens`` (whitespace-normalised, numbers within tolerance) or ``exact``."""
+    tol: float | None = None
+    """Absolute tolerance of numeric tokens (``None``: the compare's default)."""
+    rel_tol: float | None = None
+    """Relative tolerance of numeric tokens (``None``: the compare's default)."""
+
+    def apply(self, task: ImportedTask) -> ImportedTask:
+        """``task`` with its stdio cases set to compare this way."""
+        if self == StdoutCompare():
+            return task
+        cases = tuple(
+            replace(c, compare=self.mode, tol=self.tol, rel_tol=self.rel_tol)
+            if c.kind == "stdio"
+            else c
+            for c in task.cases
+        )
+        return replace(task, cases=cases)
 
 
 def import_benchmark(
@@ -55,6 +85,7 @@ def import_benchmark(
     equality: Equality = "strict",
     limits: Limits | None = None,
     jobs: int = 2,
+    stdout: StdoutCompare = StdoutCompare(),
 ) -> tuple[list[ImportedTask], ImportReport]:
     """Read a benchmark file and build its tasks.
 
@@ -65,6 +96,7 @@ def import_benchmark(
         equality: ``strict`` (default) or ``harness`` (the benchmark's own ``==``).
         limits: Limits for the reference runs.
         jobs: Reference runs at once.
+        stdout: How stdio cases compare (tokens or exact, tolerances).
 
     Raises:
         BadInput: The file is not in the format (every problem, ``file:line: ...``).
@@ -78,7 +110,9 @@ def import_benchmark(
     )
     tasks: list[ImportedTask] = []
     for draft in drafts:
-        task = finish(draft, observed.get(draft.task_id) if sandbox else None, equality)
+        task = stdout.apply(
+            finish(draft, observed.get(draft.task_id) if sandbox else None, equality)
+        )
         if not task.cases:
             skipped.append(Skipped(draft.task_id, "task", "no check could be imported"))
             continue

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from gradebox.benchmarks import FORMATS, import_benchmark, write_import
+from gradebox.benchmarks import FORMATS, StdoutCompare, import_benchmark, write_import
 from gradebox.benchmarks.samples import compare, read_harness, read_samples
 from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import isolation_option, sandbox_python_option
@@ -41,6 +41,25 @@ __all__ = ["import_"]
     "own == (1 == 1.0 == True).",
 )
 @click.option(
+    "--stdout",
+    "stdout_mode",
+    type=click.Choice(["tokens", "exact"]),
+    default="tokens",
+    show_default=True,
+    help="(stdio) tokens: whitespace-normalised, numbers within --tol/--rel-tol; exact: "
+    "byte for byte.",
+)
+@click.option(
+    "--tol",
+    type=click.FloatRange(0),
+    help="(stdio) Absolute tolerance of numeric output tokens [default: 1e-9].",
+)
+@click.option(
+    "--rel-tol",
+    type=click.FloatRange(0),
+    help="(stdio) Relative tolerance of numeric output tokens [default: 1e-9].",
+)
+@click.option(
     "--no-reference-check",
     is_flag=True,
     help="Do not run the references (in the sandbox) to find lax comparisons.",
@@ -71,6 +90,9 @@ def import_(
     source: Path,
     out: Path,
     equality: Any,
+    stdout_mode: Any,
+    tol: float | None,
+    rel_tol: float | None,
     no_reference_check: bool,
     tasks: Path | None,
     harness_results: Path | None,
@@ -126,7 +148,12 @@ def import_(
             click.echo("WARNING: --isolation none: references run WITHOUT isolation", err=True)
     try:
         imported, report = import_benchmark(
-            fmt, source, sandbox=sandbox, equality=equality, jobs=jobs
+            fmt,
+            source,
+            sandbox=sandbox,
+            equality=equality,
+            jobs=jobs,
+            stdout=StdoutCompare(stdout_mode, tol, rel_tol),
         )
     finally:
         if sandbox is not None:
