@@ -492,3 +492,118 @@ def test_a_judge_that_answers_gives_no_unreachable_warning(server, tmp_path):
     args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
     _, stderr = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
     assert "unreachable" not in stderr
+
+
+# -- the capability ladder, repeats and flips through `gradebox grade` --------------------------
+
+
+STEADY = "def inc(x: int) -> int:\n    return x + 1\n"
+FLIPPY = "def inc(x: int) -> int:\n    return 1 + x\n"
+
+
+def test_judge_repeat_flags_a_flipping_verdict_and_reports_flip_rates(server, tmp_path):
+    seen: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def reply(body):
+        user = body["messages"][1]["content"]
+        with lock:
+            seen[user] = seen.get(user, 0) + 1
+            nth = seen[user]
+        flip = "return 1 + x" in user and nth == 2
+        return 200, answer(body, "mismatch" if flip else "match")
+
+    server.reply = reply
+    args = _inputs(
+        tmp_path,
+        [
+            {"id": "steady", "fn": "inc", "code": STEADY},
+            {"id": "flippy", "fn": "inc", "code": FLIPPY},
+        ],
+    )
+    run_dir = tmp_path / "run"
+    argv = [*args, "--no-static", "--judge-repeat", "3", "--run-dir", str(run_dir), "--json"]
+    rows, stderr = _grade(argv, _env(server, tmp_path))
+    assert len(server.bodies) == 1 + 2 * 3  # the probe, then three judgements each
+    steady, flippy = rows["steady"], rows["flippy"]
+    assert (steady["verdict"], steady["judge"]["repeat"]["flipped"]) == ("pass", False)
+    assert (flippy["verdict"], flippy["reason"]) == ("needs_review", "judge:unscored")
+    assert flippy["judge"]["verdict"] == "match"  # the majority
+    assert flippy["judge"]["repeat"]["verdicts"].count("mismatch") == 1
+    summary = json.loads(stderr.strip().splitlines()[-1])
+    flips = summary["judge"]["flips"]
+    assert flips["items"] == 2 and flips["verdict"]["k"] == 1 and flips["flipped"] == ["flippy"]
+    low, high = flips["verdict"]["ci"]
+    assert low < 0.5 < high
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    endpoint = manifest["judge"]["endpoint"]
+    assert endpoint["probe"]["capabilities"]["rung"] == "json_schema"
+    assert (endpoint["repeat"], endpoint["deterministic"]) == (3, True)
+    assert endpoint["fingerprints_seen"] == {"fp_test": 7}
+    assert endpoint["fingerprint_changed"] is False
+    assert manifest["options"]["judge_repeat"] == 3
+
+
+def test_a_fingerprint_change_within_a_run_is_reported(server, tmp_path):
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def reply(body):
+        with lock:
+            calls["n"] += 1
+            n = calls["n"]
+        payload = answer(body)
+        payload["system_fingerprint"] = "fp_old" if n <= 2 else "fp_new"
+        return 200, payload
+
+    server.reply = reply
+    samples = [{"id": f"s{i}", "fn": "inc", "code": f"{STEADY}# {i}\n"} for i in range(3)]
+    args = _inputs(tmp_path, samples)
+    _, stderr = _grade(
+        [*args, "--no-static", "--no-judge-cache", "--jobs", "1"], _env(server, tmp_path)
+    )
+    assert "backend fingerprint changed within the run" in stderr
+    assert "fp_old on 1" in stderr and "fp_new on 2" in stderr
+
+
+def test_a_server_answering_prose_gives_needs_review_not_unavailable(server, tmp_path):
+    server.reply = lambda body: (200, completion("Looks great to me, ship it!"))
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, stderr = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    judge = rows["good"]["judge"]
+    assert (judge["status"], judge["reason_code"]) == ("needs_review", "parse_failure")
+    assert (rows["good"]["verdict"], rows["good"]["reason"]) == ("needs_review", "judge:unscored")
+    assert "unreachable" not in stderr
+    assert len(server.bodies) == 4 + 1  # every rung tried by the probe, then the judgement
+
+
+def test_a_model_refusing_temperature_zero_runs_repeated_and_says_so(server, tmp_path):
+    refusal = {
+        "error": {
+            "message": "Unsupported value: 'temperature' does not support 0 with this model. "
+            "Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    }
+    server.reply = lambda body: (400, refusal) if "temperature" in body else (200, answer(body))
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, stderr = _grade([*args, "--no-static", "--no-judge-cache"], _env(server, tmp_path))
+    judge = rows["good"]["judge"]
+    assert judge["status"] == "scored" and judge["repeat"]["n"] == 3
+    assert rows["good"]["verdict"] == "pass"
+    assert "refused temperature 0" in stderr and "non-deterministic" in stderr
+    assert all("temperature" not in b for b in server.bodies[2:])
+
+
+def test_judge_extra_body_reaches_the_endpoint(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    extra = '{"provider": {"require_parameters": true}}'
+    _grade(
+        [*args, "--no-static", "--no-judge-cache", "--judge-extra-body", extra],
+        _env(server, tmp_path),
+    )
+    assert all(b["provider"] == {"require_parameters": True} for b in server.bodies)
+    bad = CliRunner().invoke(cli, [*args, "--judge-extra-body", "[1]"], env=_env(server, tmp_path))
+    assert bad.exit_code == 2 and "must be a JSON object" in bad.output

@@ -1,0 +1,145 @@
+"""--judge-repeat: N judgements per item, the majority on the row, flip rates with intervals.
+
+The flipping server is real (``Flipper`` in conftest: a seeded random 20 % of items
+answer ``mismatch`` once in three), and the flip rate is measured from the rows by
+the same function the summary uses.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+import rubrics
+from gradebox.grade import GateReport, Grade, TestsReport
+from gradebox.judging import flip_rates
+from gradebox.verdict import Verdict, decide
+from judge.repeat import combine
+from judge.types import JudgeResult, Repeat
+
+
+def _items(item, n):
+    return [
+        item(sample_id=f"s{i}", code=f"def is_even(n):\n    return n % 2 == 0 or {i} < 0\n")
+        for i in range(n)
+    ]
+
+
+def test_a_server_flipping_20_percent_is_measured_at_its_rate(server, make_judge, item, quirks):
+    flipper = quirks.Flipper(share=0.2, seed=15)
+    server.responder = flipper
+    results = make_judge(repeat=3, concurrency=8).judge_many(_items(item, 200))
+    assert len(server.requests) == 600
+    rows = [{"id": f"s{i}", "judge": r.to_row()} for i, r in enumerate(results)]
+    flips = flip_rates(rows)
+    assert flips is not None and flips.verdict is not None
+    # what was measured is exactly what the server did, and 0.2 is inside the interval
+    assert flips.verdict.k == len(flipper.flipping) and flips.verdict.n == 200
+    assert 0.2 in flips.verdict.interval
+    low, high = flips.verdict.interval.low, flips.verdict.interval.high
+    assert 0.13 < low < 0.2 < high < 0.28  # Wilson, n=200: about +-0.055
+    assert flips.to_json()["verdict"]["ci"] == [round(low, 4), round(high, 4)]
+    # every flipped item carries the majority and the agreement; the rest are unanimous
+    flipped = [r for r in results if r.repeat is not None and r.repeat.flipped]
+    assert len(flipped) == flips.verdict.k
+    for r in flipped:
+        assert r.verdict == "match" and r.repeat.agreement == pytest.approx(2 / 3)
+        assert sorted(r.repeat.verdicts) == ["match", "match", "mismatch"]
+        assert r.unscored and not r.mismatch  # a passing sample goes to needs_review
+    assert all(r.repeat.agreement == 1.0 for r in results if not r.repeat.flipped)
+
+
+def test_repeats_bypass_the_cache_which_keeps_all_n(server, make_judge, item, tmp_path):
+    cache = tmp_path / "j.sqlite"
+    items = _items(item, 2)
+    first = make_judge(repeat=3, cache_path=cache).judge_many(items)
+    again = make_judge(repeat=3, cache_path=cache).judge_many(items)
+    assert len(server.requests) == 12  # asked again: a repeat never comes from the cache
+    with sqlite3.connect(cache) as db:
+        assert db.execute("SELECT COUNT(*) FROM replies").fetchone()[0] == 6
+    assert not any(r.cache_hit for r in [*first, *again])
+    assert first[0].attempts == 3 and first[0].repeat.n == 3
+    # a single judgement later is the same request as repeat 0: its stored reply serves
+    single = make_judge(cache_path=cache).judge_one(items[0])
+    assert single.cache_hit and single.repeat is None and len(server.requests) == 12
+
+
+def _scored(verdict, scores, **kw):
+    return JudgeResult(status="scored", verdict=verdict, scores=scores, rubric="default@1", **kw)
+
+
+def test_combine_takes_the_majority_and_the_low_median():
+    rubric = rubrics.load("default")
+    ids = list(rubric.criterion_ids)
+    a = _scored("match", dict.fromkeys(ids, 5), attempts=1, latency_ms=10.0)
+    b = _scored("match", dict.fromkeys(ids, 4), attempts=2, latency_ms=20.0)
+    c = _scored("mismatch", dict.fromkeys(ids, 1), attempts=1, latency_ms=5.0)
+    out = combine([a, c, b], rubric)
+    assert out.verdict == "match" and out.scores == dict.fromkeys(ids, 4)
+    assert out.weighted == rubric.weighted(out.scores)
+    assert out.repeat == Repeat(("match", "mismatch", "match"), 3, 2 / 3, True, tuple(ids))
+    assert (out.attempts, out.latency_ms) == (4, 35.0)
+
+
+def test_a_tie_is_a_mismatch_and_flipped():
+    rubric = rubrics.load("default")
+    scores = dict.fromkeys(rubric.criterion_ids, 3)
+    out = combine([_scored("match", scores), _scored("mismatch", scores)], rubric)
+    assert out.verdict == "mismatch" and out.repeat.flipped and out.repeat.agreement == 0.5
+    assert out.repeat.criteria_flipped == ()
+
+
+def test_no_scored_repeat_keeps_the_protocol_break():
+    rubric = rubrics.load("default")
+    broke = JudgeResult(status="needs_review", reason_code="parse_failure", raw="prose")
+    down = JudgeResult(status="unavailable", reason_code="timeout")
+    out = combine([down, broke, down], rubric)
+    assert out.status == "needs_review" and out.raw == "prose"
+    assert out.repeat == Repeat((None, None, None), 0, None, False)
+
+
+def _tests_report(outcomes):
+    return TestsReport(
+        outcomes=tuple(outcomes), gate=GateReport("ok", (), "ok"), claim="none", latency_ms=1.0
+    )
+
+
+def test_a_flip_sends_a_pass_to_review_and_never_rescues_a_failure():
+    flipped = replace(
+        _scored("match", {"INT001": 5}),
+        repeat=Repeat(("match", "mismatch", "match"), 3, 2 / 3, True),
+    )
+    steady = replace(flipped, repeat=Repeat(("match",) * 3, 3, 1.0, False))
+    assert decide(_tests_report(["ok"]), None, flipped) == Verdict("needs_review", "judge:unscored")
+    assert decide(_tests_report(["ok"]), None, steady) == Verdict("pass", "ok")
+    assert decide(_tests_report(["wrong"]), None, flipped).verdict == "fail"
+
+
+def test_rows_round_trip_with_and_without_repeat():
+    base = _scored("match", {"INT001": 5})
+    for judge in (base, replace(base, repeat=Repeat(("match", None), 1, 1.0, False, ("INT001",)))):
+        grade = Grade("s1", "f", Verdict("pass", "ok"), _tests_report(["ok"]), None, judge)
+        row = grade.to_row()
+        assert ("repeat" in row["judge"]) is (judge.repeat is not None)
+        assert Grade.from_row(row).to_row() == row
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"n": 2, "verdicts": ["match"], "scored": 1, "agreement": 1.0, "flipped": False},
+        {"n": 1, "verdicts": ["maybe"], "scored": 1, "agreement": 1.0, "flipped": False},
+        {"n": 1, "verdicts": ["match"], "scored": 1, "agreement": "all", "flipped": False},
+        {"n": 1, "verdicts": ["match"], "scored": 1, "agreement": 1.0, "flipped": 0},
+        "three",
+    ],
+)
+def test_a_malformed_repeat_on_a_row_is_refused(bad):
+    row = _scored("match", {"INT001": 5}).to_row()
+    if isinstance(bad, dict):
+        bad = {"criteria_flipped": [], **bad}
+    row["repeat"] = bad
+    with pytest.raises(ValueError):
+        JudgeResult.from_row(row)
