@@ -82,7 +82,7 @@ def run_gate(spec: GateSpec, config: GateConfig) -> GateRow:
     except IsolationUnavailable as exc:
         raise SetupError(f"the patch gate needs bubblewrap isolation: {exc}") from exc
     timing = {**row.timing, "total_s": round(time.monotonic() - t0, 3)}
-    return replace(row, timing=timing)
+    return replace(row, timing=timing, repo=str(spec.repo))
 
 
 def _gate(spec: GateSpec, config: GateConfig, wt: Worktree) -> GateRow:

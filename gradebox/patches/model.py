@@ -282,6 +282,22 @@ class GateRow:
     """What broke that was not the patch's doing."""
     timing: dict[str, float | str | None] = field(default_factory=dict)
     """``env`` (cached, built, given), ``env_s``, ``total_s``."""
+    repo: str | None = None
+    """The repository gated (a local path)."""
+
+    @property
+    def resolved(self) -> bool:
+        """SWE-bench's "resolved": the tests alone say the patch works (static and tamper aside).
+
+        Every FAIL_TO_PASS test passes at head, no PASS_TO_PASS test regresses, and
+        the head run can be believed. A patch refused, not applied or touching
+        the tests is never resolved (its tests never ran).
+        """
+        t = self.tests
+        if t is None or t.head_problems or t.head_timed_out:
+            return False
+        f2p_ok = all(c in ("F2P", "P2P", "S2P", "N2P") for c in t.fail_to_pass.values())
+        return f2p_ok and all(c == "P2P" for c in t.pass_to_pass.values())
 
     @property
     def empty(self) -> bool:
@@ -294,7 +310,9 @@ class GateRow:
             "id": self.id,
             "verdict": self.verdict,
             "reason": self.reason,
+            "resolved": self.resolved,
             "detail": None if self.detail is None else self.detail[:500],
+            "repo": self.repo,
             "base": self.base,
             "apply": None if self.apply is None else self.apply.to_json(),
             "tests": None if self.tests is None else self.tests.to_json(),

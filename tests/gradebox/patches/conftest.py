@@ -136,6 +136,12 @@ def repo(tmp_path: Path) -> Repo:
 
 
 @pytest.fixture
+def swe_repo(tmp_path: Path) -> Repo:
+    """The repository as SWE-bench's clones dir holds it: ``clones/acme__calc``."""
+    return make_repo(tmp_path / "clones" / "acme__calc")
+
+
+@pytest.fixture
 def flaky_repo(tmp_path: Path) -> Repo:
     """The repository with a test that fails half of the time."""
     return make_repo(tmp_path / "flaky-repo", {"tests/test_flaky.py": FLAKY})

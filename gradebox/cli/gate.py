@@ -1,0 +1,237 @@
+"""``gradebox gate``: gate patches to a repository (PR suggestions; SWE-bench-compatible)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import IO
+
+import click
+
+from gradebox.cli.errors import EXIT_ERROR, EXIT_FAILED, EXIT_OK, exit_codes
+from gradebox.cli.options import sandbox_python_option
+from gradebox.errors import BadInput, SetupError
+from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds, run_gate
+from gradebox.patches.env import default_cache
+from gradebox.patches.inputs import load_gates, load_swebench, parse_ids, read_text_arg
+from gradebox.patches.outputs import comment, junit, sarif, swebench_report
+from gradebox.patches.staticdiff import StaticSettings
+from sandbox.backends import find_python
+from sandbox.command import CommandLimits
+from sandbox.errors import IsolationUnavailable
+
+__all__ = ["gate"]
+
+_FILE = click.Path(path_type=Path, dir_okay=False)
+_DIR = click.Path(path_type=Path, file_okay=False)
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.option("--repo", type=_DIR, help="A local git repository (one patch).")
+@click.option("--base", help="The base revision (one patch).")
+@click.option("--patch", "patch_file", type=_FILE, help="The candidate's unified diff.")
+@click.option("--head", help="A head revision: the patch is its diff from --base.")
+@click.option("--intent", help="The PR text or issue: TEXT or @FILE (annotates, never decides).")
+@click.option(
+    "--fail-to-pass", "f2p", metavar="IDS", help="pytest node ids, comma-separated or @FILE."
+)
+@click.option(
+    "--pass-to-pass",
+    "p2p",
+    metavar="IDS|auto",
+    default="auto",
+    show_default=True,
+    help="Ids that must not regress, or auto: every test passing in every base run.",
+)
+@click.option("--test-patch", type=_FILE, help="Hidden tests, applied after the candidate's patch.")
+@click.option("--lockfile", help="The lockfile's path in the repository (read at base).")
+@click.option("--protect", metavar="GLOBS", help="Protected paths, comma-separated (replaces "
+              "the defaults: tests, conftest.py, pytest.ini, tox.ini, setup.cfg, .github, "
+              "pyproject's pytest section).")  # fmt: skip
+@click.option("--protect-mode", type=click.Choice(["fail", "strip"]), default="fail",
+              show_default=True, help="Touching protected paths fails, or those files are "
+              "dropped from the patch and the rest graded (said on the row).")  # fmt: skip
+@click.option("--gates", type=_FILE, help="gates.jsonl: many patches, one a line.")
+@click.option("--swebench", type=_FILE, help="SWE-bench instances (JSON Lines).")
+@click.option("--predictions", type=_FILE, help="SWE-bench predictions (.jsonl or .json).")
+@click.option("--repos", type=_DIR, help="Dir of clones named <owner>__<name> (--swebench).")
+@click.option("--out", type=_FILE, help="gate.jsonl to write (default: stdout).")
+@click.option("--report", type=_FILE, help="SWE-bench report.json to write.")
+@click.option("--sarif", "sarif_path", type=_FILE, help="SARIF 2.1.0 of the static findings.")
+@click.option("--junit", "junit_path", type=_FILE, help="JUnit XML, one case per test id.")
+@click.option("--comment", "comment_path", type=_FILE, help="A Markdown summary (comment.md).")
+@click.option("--base-runs", type=click.IntRange(1, 50), default=3, show_default=True,
+              help="Runs of base; tests whose status differs are quarantined.")  # fmt: skip
+@click.option("--env", "env_dir", type=_DIR, help="A prepared virtual environment for the tests.")
+@click.option("--env-cache", type=_DIR, help="Where built environments are cached.")
+@click.option("--timeout", type=click.FloatRange(1, 7200), default=900, show_default=True,
+              help="Seconds per pytest run.")  # fmt: skip
+@click.option("--memory-mb", type=click.IntRange(256, 65536), default=4096, show_default=True,
+              help="Memory of each test run's whole process tree.")  # fmt: skip
+@click.option("--no-static", is_flag=True, help="Skip the differential static layers.")
+@click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
+              default="added", show_default=True, help="Which new findings count.")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@sandbox_python_option
+@exit_codes
+def gate(**opts: object) -> None:
+    """Gate patches: apply to a clean base, run the tests in the sandbox, compare, decide.
+
+    A patch passes when it applies, touches no test files, every FAIL_TO_PASS
+    test passes and no PASS_TO_PASS test regresses (flaky tests quarantined),
+    and no new static finding fails the policy. Tests run under pytest in a
+    fresh bubblewrap sandbox per run, in a cached virtual environment built
+    from the base revision's lockfile (wheels only). Rows go to --out.
+
+    Exit 0 when every patch passes, 1 when any fails or needs review, 2 for bad
+    input or an infrastructure error.
+
+    \b
+    Examples:
+      gradebox gate --repo calc --base main --patch fix.diff \\
+                    --fail-to-pass tests/test_ops.py::test_mean --out gate.jsonl
+      gradebox gate --gates gates.jsonl --out gate.jsonl --sarif gate.sarif
+      gradebox gate --swebench instances.jsonl --predictions preds.jsonl \\
+                    --repos clones/ --out gate.jsonl --report report.json
+    """  # noqa: D301 - click needs a real \b
+    specs = _specs(opts)
+    config = _config(opts)
+    rows: list[GateRow] = []
+    out = opts["out"]
+    with _open(out if isinstance(out, Path) else None) as sink:
+        for spec in specs:
+            row = run_gate(spec, config)
+            rows.append(row)
+            sink.write(json.dumps(row.to_row(), ensure_ascii=False) + "\n")
+            sink.flush()
+    _reports(rows, opts)
+    _summary(rows, as_json=bool(opts["as_json"]), rows_on_stdout=out is None)
+    if any(r.reason == "infra_error" for r in rows):
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_OK if all(r.verdict == "pass" for r in rows) else EXIT_FAILED)
+
+
+def _specs(o: dict[str, object]) -> list[GateSpec]:
+    modes = [bool(o["repo"] or o["base"]), bool(o["gates"]), bool(o["swebench"])]
+    if sum(modes) != 1:
+        raise BadInput(["give one of: --repo/--base (one patch), --gates FILE, --swebench FILE"])
+    if o["gates"]:
+        return load_gates(_path(o["gates"]))
+    if o["swebench"]:
+        if not o["predictions"] or not o["repos"]:
+            raise BadInput(["--swebench needs --predictions FILE and --repos DIR"])
+        return load_swebench(_path(o["swebench"]), _path(o["predictions"]), _path(o["repos"]))
+    if not o["repo"] or not o["base"]:
+        raise BadInput(["one patch needs both --repo DIR and --base REV"])
+    if bool(o["patch_file"]) == bool(o["head"]):
+        raise BadInput(["give exactly one of --patch FILE and --head REV"])
+    here = Path.cwd()
+    p2p_raw = str(o["p2p"])
+    return [
+        GateSpec(
+            id=_path(o["patch_file"]).stem if o["patch_file"] else str(o["head"]),
+            repo=_path(o["repo"]),
+            base=str(o["base"]),
+            patch=_read(o["patch_file"], "--patch"),
+            head=str(o["head"]) if o["head"] else None,
+            tests=TestIds(
+                parse_ids(_opt(o["f2p"]), here, "--fail-to-pass"),
+                "auto" if p2p_raw == "auto" else parse_ids(p2p_raw, here, "--pass-to-pass"),
+            ),
+            intent=read_text_arg(_opt(o["intent"]), here, "--intent"),
+            test_patch=_read(o["test_patch"], "--test-patch"),
+            lockfile=_opt(o["lockfile"]),
+            protect=None
+            if not o["protect"]
+            else tuple(p.strip() for p in str(o["protect"]).split(",") if p.strip()),
+            where="command line",
+        )
+    ]
+
+
+def _config(o: dict[str, object]) -> GateConfig:
+    try:
+        python = find_python(_opt(o["sandbox_python"]))
+    except IsolationUnavailable as exc:
+        raise SetupError(str(exc)) from exc
+    static = None
+    if not o["no_static"]:
+        static = StaticSettings(filter_mode=o["filter_mode"])  # type: ignore[arg-type]
+    limits = CommandLimits(timeout_s=float(o["timeout"]), memory_mb=int(str(o["memory_mb"])))  # type: ignore[arg-type]
+    return GateConfig(
+        limits=limits,
+        base_runs=int(str(o["base_runs"])),
+        protect_mode=o["protect_mode"],  # type: ignore[arg-type]
+        env=_path(o["env_dir"]) if o["env_dir"] else None,
+        env_cache=_path(o["env_cache"]) if o["env_cache"] else default_cache(),
+        python=python,
+        static=static,
+    )
+
+
+def _reports(rows: list[GateRow], o: dict[str, object]) -> None:
+    writes: list[tuple[object, bytes]] = [
+        (o["report"], json.dumps(swebench_report(rows), indent=2).encode() + b"\n"),
+        (o["sarif_path"], json.dumps(sarif(rows), indent=2).encode() + b"\n"),
+        (o["junit_path"], junit(rows)),
+        (o["comment_path"], comment(rows).encode("utf-8")),
+    ]
+    for target, data in writes:
+        if isinstance(target, Path):
+            try:
+                target.write_bytes(data)
+            except OSError as exc:
+                raise SetupError(f"cannot write {target}: {exc}") from exc
+
+
+def _summary(rows: list[GateRow], *, as_json: bool, rows_on_stdout: bool) -> None:
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("pass", "fail", "needs_review")}
+    summary = {"gates": len(rows), **counts, "resolved": sum(r.resolved for r in rows)}
+    if as_json and not rows_on_stdout:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(
+            f"{len(rows)} gate(s): {counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['needs_review']} needs review",
+            err=True,
+        )
+
+
+class _open:
+    """``--out`` as a text sink (stdout without a path)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._fh: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        if self._path is None:
+            return sys.stdout
+        try:
+            self._fh = self._path.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise SetupError(f"cannot write {self._path}: {exc}") from exc
+        return self._fh
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+def _path(value: object) -> Path:
+    assert isinstance(value, Path)  # noqa: S101 - click's path_type
+    return value
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _read(value: object, what: str) -> str | None:
+    if value is None:
+        return None
+    try:
+        return _path(value).read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        raise BadInput([f"{what}: cannot read {value}: {exc}"]) from exc
