@@ -72,7 +72,10 @@ def wilson(successes: int, n: int) -> Interval | None:
     denominator = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denominator
     half = _Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denominator
-    return Interval(max(0.0, centre - half), min(1.0, centre + half))
+    # At 0 or n successes the bound is exactly 0 or 1 (rounding would leave 1 - 1e-16).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low, high)
 
 
 def _total(table: Table) -> int:
