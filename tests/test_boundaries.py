@@ -70,7 +70,9 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
     "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
-    "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks"},
+    # Importers read benchmark files; the gate's default denylist is the one thing of the
+    # pipeline they need (BigCodeBench tasks that are about `os` may import it).
+    "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},
     "gradebox.patches": _RECORDS | {"gradebox.patches"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from gradebox.benchmarks.bigcodebench import read_bigcodebench
 from gradebox.benchmarks.build import finish
 from gradebox.benchmarks.check import observe_references
 from gradebox.benchmarks.humaneval import read_humaneval, read_mbpp
@@ -47,9 +48,10 @@ _READERS: dict[str, Callable[[Path], tuple[list[Draft], list[Skipped]]]] = {
     "mbpp": read_mbpp,
     "apps": read_apps,
     "livecodebench": read_livecodebench,
+    "bigcodebench": read_bigcodebench,
 }
 
-FORMATS: tuple[Format, ...] = ("humaneval", "mbpp", "apps", "livecodebench")
+FORMATS: tuple[Format, ...] = ("humaneval", "mbpp", "apps", "livecodebench", "bigcodebench")
 """Formats ``gradebox import`` reads."""
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from gradebox.benchmarks.asserts import contains_assert, convert_statement, is_trivial
 from gradebox.benchmarks.records import Draft, Skipped, Statement
-from gradebox.benchmarks.source import field, read_rows, signature_of, unique_fns
+from gradebox.benchmarks.source import alias_code, field, read_rows, signature_of, unique_fns
 from gradebox.errors import BadInput
 from sandbox.types import PublicTask
 
@@ -45,12 +45,6 @@ def statements(body: list[ast.stmt], names: frozenset[str]) -> tuple[Statement, 
         else:
             out.append(Statement(source, "setup", line=stmt.lineno))
     return tuple(out)
-
-
-def _alias(fn: str, entry: str) -> str:
-    if fn == entry:
-        return ""
-    return f"\n\ndef {fn}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
 
 
 def read_humaneval(path: Path) -> tuple[list[Draft], list[Skipped]]:
@@ -95,7 +89,7 @@ def _draft(
         return Draft(v["task_id"], fn, entry, PublicTask(fn))
     param = check.args.args[0].arg
     head = "\n".join(ast.unparse(n) for n in tree.body if n is not check)
-    suffix = _alias(fn, entry)
+    suffix = alias_code(fn, entry)
     public = PublicTask(
         fn=fn,
         spec=v["prompt"],
@@ -158,7 +152,7 @@ def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list
     for (task_id, spec, body, entry, code, head, setup_code), (_, _, fn) in zip(
         parsed, unique_fns(ids), strict=True
     ):
-        suffix = _alias(fn, entry)
+        suffix = alias_code(fn, entry)
         drafts.append(
             Draft(
                 task_id=task_id,

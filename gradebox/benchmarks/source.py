@@ -17,7 +17,7 @@ from typing import Any
 
 from gradebox.errors import BadInput
 
-__all__ = ["Row", "field", "read_rows", "signature_of", "unique_fns"]
+__all__ = ["Row", "alias_code", "field", "read_rows", "signature_of", "unique_fns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +141,13 @@ def unique_fns(entries: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]
                 n += 1
         taken.add(fn)
         yield task_id, entry, fn
+
+
+def alias_code(fn: str, entry: str) -> str:
+    """Code appended to any candidate of a renamed task: ``fn`` calling the entry point."""
+    if fn == entry:
+        return ""
+    return f"\n\ndef {fn}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
 
 
 def is_identifier(name: object) -> bool:

@@ -53,6 +53,8 @@ def public_line(task: PublicTask) -> dict[str, Json]:
     line: dict[str, Json] = {"fn": task.fn, "spec": task.spec, "signature": task.signature}
     if task.helpers_allowed:
         line["helpers_allowed"] = True
+    if task.banned_imports is not None:
+        line["banned_imports"] = list(task.banned_imports)
     return line
 
 

@@ -157,8 +157,8 @@ class Watch:
         try:
             if event in _GC_EVENTS or event == "sys._current_frames":
                 self.reason = "the candidate searched the interpreter's objects or frames"
-            elif event == "sys._getframe" and not _own(args[0]):
-                self.reason = "the candidate reached a frame that is not its own"
+            elif event == "sys._getframe" and (_called_by_candidate() or not _own(args[0])):
+                self.reason = "the candidate reached for the stack's frames"
             elif event == "object.__getattr__" and args[1] in _FRAME_ATTRS:
                 frame = args[0] if args[1] == "f_code" else getattr(args[0], args[1], None)
                 if frame is not None and not _own(frame):
@@ -191,6 +191,15 @@ class Watch:
         if not self.reason and _module_state() != self._baseline:
             self.reason = "the candidate changed builtins, math, operator or unittest"
         return self.reason
+
+
+def _called_by_candidate() -> bool:
+    """Whether candidate code itself called ``sys._getframe`` (asked from inside the hook:
+    frame 0 is the hook, frame 1 whoever called into the audited function)."""
+    try:
+        return bool(sys._getframe(2).f_code.co_filename == "<candidate>")
+    except (ValueError, AttributeError):
+        return False
 
 
 def _own(frame: Any) -> bool:
