@@ -207,7 +207,9 @@ def _plan(
     mutants: tuple[Mutant, ...] = ()
     mutant_cases: tuple[HiddenCase, ...] = ()
     if skipped is None and reference is not None and check is not None:
-        mutants = tuple(make_mutants(reference.code, cap=o.max_mutants))
+        # Only the task's own function and what it uses: a reference file may hold other
+        # tasks' functions, whose mutants this task's cases have no reason to kill.
+        mutants = tuple(make_mutants(reference.code, cap=o.max_mutants, fn=task.fn))
         mutant_cases = tuple(_limited(task.cases, check, o))
         if not mutants:
             skipped = "the mutator found nothing to mutate"

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["KINDS", "Mutant", "MutantKind", "make_mutants"]
+__all__ = ["KINDS", "Mutant", "MutantKind", "make_mutants", "used_by"]
 
 MutantKind = Literal["CMP", "AOR", "BOOL", "CONST", "SLICE", "NEG", "DROP", "RET"]
 """The mutation operators; see the module docstring."""
@@ -126,12 +126,17 @@ class _Draft:
     edits: tuple[_Edit, ...]
 
 
-def make_mutants(code: str, *, cap: int = 60) -> list[Mutant]:
+def make_mutants(code: str, *, cap: int = 60, fn: str | None = None) -> list[Mutant]:
     """Mutants of ``code``, at most ``cap``, chosen deterministically.
 
     Args:
         code: The reference's source (must parse).
         cap: Most mutants returned.
+        fn: Mutate only this top-level function and what it uses of the module
+            (the functions it calls, the classes and constants it names, and
+            theirs, transitively): a reference file holding several tasks'
+            functions charges each task only its own mutants. ``None`` (or a name
+            the module does not define) mutates the whole module.
 
     Returns:
         Mutants in source order (line, then column).
@@ -141,7 +146,8 @@ def make_mutants(code: str, *, cap: int = 60) -> list[Mutant]:
     """
     tree = _parse(code)
     source = _Source(code)
-    drafts = list(_Collector(source).collect(tree))
+    scope = used_by(tree, fn) if fn is not None else None
+    drafts = list(_Collector(source).collect(tree, scope))
     chosen = _select(code, ast.dump(tree), _round_robin(drafts), cap)
     chosen.sort(key=lambda pair: (pair[0].line, pair[0].col, KINDS.index(pair[0].kind)))
     return _finish(code, chosen)
@@ -200,8 +206,12 @@ class _Collector:
     def __init__(self, source: _Source) -> None:
         self.src = source
 
-    def collect(self, tree: ast.Module) -> Iterator[_Draft]:
-        yield from self._visit(tree, in_function=False)
+    def collect(self, tree: ast.Module, scope: list[ast.stmt] | None = None) -> Iterator[_Draft]:
+        if scope is None:
+            yield from self._visit(tree, in_function=False)
+            return
+        for stmt in scope:
+            yield from self._visit(stmt, in_function=False)
 
     def _visit(self, node: ast.AST, *, in_function: bool) -> Iterator[_Draft]:
         if isinstance(node, ast.JoinedStr):
@@ -371,6 +381,51 @@ class _Collector:
         start, end = self.src.span(node)
         line, col = at or (node.lineno, self.src.column(node))  # type: ignore[attr-defined]
         return _Draft(kind, line, col, variant, desc, (_Edit(start, end, text),))
+
+
+_Binding = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Assign | ast.AnnAssign
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {stmt.name}
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign):
+        targets = [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def used_by(tree: ast.Module, fn: str) -> list[ast.stmt] | None:
+    """The top-level statements ``fn`` depends on, in source order.
+
+    That is its ``def`` and, transitively, every top-level function, class or
+    assignment whose name it reads.
+
+    ``None`` when the module has no top-level ``def fn`` (then everything is in scope).
+    """
+    bindings = [s for s in tree.body if isinstance(s, _Binding)]
+    by_name: dict[str, list[ast.stmt]] = {}
+    for binding in bindings:
+        for name in _bound_names(binding):
+            by_name.setdefault(name, []).append(binding)
+    roots = [
+        s for s in by_name.get(fn, []) if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    if not roots:
+        return None
+    keep: dict[int, ast.stmt] = {}
+    todo: list[ast.stmt] = list(roots)
+    while todo:
+        current = todo.pop()
+        if id(current) in keep:
+            continue
+        keep[id(current)] = current
+        for node in ast.walk(current):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                todo += by_name.get(node.id, [])
+    return [s for s in tree.body if id(s) in keep]
 
 
 def _int_value(node: ast.AST) -> int | None:
