@@ -84,6 +84,7 @@ class Worktree:
             GitError: ``repo`` is not a git repository or ``base`` is not a commit in it.
         """
         self.base = base
+        repo = repo.resolve()
         self._tmp = Path(tempfile.mkdtemp(prefix="gradebox-gate-"))
         self.path = self._tmp / "tree"
         try:

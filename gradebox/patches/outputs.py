@@ -172,7 +172,7 @@ def comment(rows: Sequence[GateRow]) -> str:
             out.append(f"- diff: {d['files']} file(s), +{d['added']} -{d['removed']}")
         out += [f"- tamper risk: `{_md(h.path)}:{h.line}` {h.what}" for h in row.tamper[:10]]
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out) + "\n"
 
 
 def _md(text: str) -> str:
