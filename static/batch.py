@@ -43,11 +43,19 @@ For one candidate at a time (a service's gating path), :class:`Session` keeps
 the tools warm: bandit in this process through its API, mypy in a long-lived
 worker process, ruff as a process (it starts in ~10 ms).
 
+For the many batches of one grading run, :class:`WarmTools` keeps mypy and
+bandit in long-lived worker processes (:class:`static.typecheck.Worker`,
+:class:`static.security.Worker`) and runs :func:`check_batch`'s steps through
+them: the same files, options, shards, canary and bisection, so the same
+results, without starting both tools for every batch. On batches of 64 small
+candidates that start-up was most of the stage (``bench/static.py``).
+
 Layers are listed in :data:`LAYERS`; each is ``check(files, config) -> {file: findings}``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import shutil
@@ -76,6 +84,7 @@ __all__ = [
     "Session",
     "StaticConfig",
     "StaticResult",
+    "WarmTools",
     "check_batch",
     "check_tools",
 ]
@@ -159,6 +168,16 @@ def check_batch(candidates: Sequence[Candidate], config: StaticConfig) -> list[S
         One result per candidate, in order. A tool that fails gives
         ``tool_errors[layer]`` on the candidates it failed for, never findings.
     """
+    return _check_batch(candidates, config, lambda layer, _shard: LAYERS[layer])
+
+
+_Checks = Callable[[LayerName, int], LayerCheck]
+"""The check that runs shard ``k`` of a layer."""
+
+
+def _check_batch(
+    candidates: Sequence[Candidate], config: StaticConfig, checks: _Checks
+) -> list[StaticResult]:
     if not candidates or not config.layers:
         return [StaticResult(findings=[], tool_errors={}) for _ in candidates]
     names = [_module_name(candidate) for candidate in candidates]
@@ -168,15 +187,15 @@ def check_batch(candidates: Sequence[Candidate], config: StaticConfig) -> list[S
     with tempfile.TemporaryDirectory(prefix="gradebox-static-") as tmp:
         files = _write(Path(tmp), unique, config.layers)
         tasks = [
-            (layer, shard)
+            (layer, k, shard)
             for layer in _ORDER
             if layer in config.layers
-            for shard in _shards(layer, files[layer], config.jobs)
+            for k, shard in enumerate(_shards(layer, files[layer], config.jobs))
         ]
         with ThreadPoolExecutor(max_workers=min(len(tasks), config.jobs + 1)) as pool:
             futures = [
-                (layer, shard, pool.submit(_isolating, LAYERS[layer], shard, config))
-                for layer, shard in tasks
+                (layer, shard, pool.submit(_isolating, checks(layer, k), shard, config))
+                for layer, k, shard in tasks
             ]
             for layer, shard, future in futures:
                 results, errors = future.result()
@@ -186,6 +205,117 @@ def check_batch(candidates: Sequence[Candidate], config: StaticConfig) -> list[S
                     else:
                         found[path.stem].extend(results[path])
     return [_result(found[name], failed[name]) for name in names]
+
+
+class WarmTools:
+    """mypy and bandit kept warm across the batches of one run; :meth:`check_batch` as the function.
+
+    Each shard of a batch (see :func:`check_batch`) goes to a worker process of
+    its own, started on first use and kept: ``jobs // 2`` at most per tool.
+    :meth:`start` starts the first of each in the background (mypy's first
+    request analyses the standard library into the cache), so that a caller can
+    overlap it with other start-up work. Batches are checked one at a time
+    (a lock). Close it (or use ``with``) to stop the workers.
+    """
+
+    def __init__(self, config: StaticConfig) -> None:
+        """Check that the tools are installed; start nothing yet.
+
+        Args:
+            config: Layers, rule groups, cache, cores and tool paths. Without a
+                ``cache_dir``, mypy's cache lives in the workers' scratch directory.
+
+        Raises:
+            ToolError: a tool is missing.
+        """
+        check_tools(config)
+        self._root = Path(tempfile.mkdtemp(prefix="gradebox-warm-"))
+        if config.cache_dir is None:
+            config = dataclasses.replace(config, cache_dir=self._root / "mypy-cache")
+        self.config = config
+        """The configuration the tools run with."""
+        self._lock = threading.Lock()
+        self._mypy: dict[int, typecheck.Worker] = {}
+        self._bandit: dict[int, security.Worker] = {}
+        self._starting: Future[None] | None = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradebox-warm")
+
+    def __enter__(self) -> WarmTools:
+        """Return the tools themselves."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close the tools."""
+        self.close()
+
+    def start(self) -> None:
+        """Start the first worker of each heavy tool in a background thread (idempotent)."""
+        if self._starting is None:
+            self._starting = self._pool.submit(self._warm)
+
+    def check_batch(self, candidates: Sequence[Candidate]) -> list[StaticResult]:
+        """:func:`check_batch` of ``candidates`` with the warm workers.
+
+        Args:
+            candidates: The batch; equal candidates are checked once.
+
+        Returns:
+            One result per candidate, in order, equal to :func:`check_batch`'s.
+        """
+        with self._lock:
+            self._wait_started()
+            return _check_batch(candidates, self.config, self._check_for)
+
+    def close(self) -> None:
+        """Stop every worker and remove the scratch directory; safe to call twice."""
+        with contextlib.suppress(Exception):
+            self._wait_started()
+        self._pool.shutdown(wait=True)
+        for workers in (self._mypy, self._bandit):
+            for worker in workers.values():
+                worker.close()
+            workers.clear()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def _warm(self) -> None:
+        if "types" in self.config.layers:
+            self._mypy_worker(0)
+        if "security" in self.config.layers:
+            self._bandit_worker(0)
+
+    def _wait_started(self) -> None:
+        starting, self._starting = self._starting, None
+        if starting is not None:
+            starting.result()  # a ToolError here fails this batch; the next retries the start
+
+    def _mypy_worker(self, shard: int) -> typecheck.Worker:
+        worker = self._mypy.get(shard)
+        if worker is None:
+            workdir = self._root / f"mypy-{shard}"
+            workdir.mkdir(exist_ok=True)
+            # Only what every check needs (builtins, typing): a run analyses the rest
+            # of the standard library when a candidate imports it, not before.
+            worker = typecheck.Worker(self.config, workdir, warmup="import typing\n")
+            self._mypy[shard] = worker
+        return worker
+
+    def _bandit_worker(self, shard: int) -> security.Worker:
+        worker = self._bandit.get(shard)
+        if worker is None:
+            worker = self._bandit[shard] = security.Worker(self.config)
+        return worker
+
+    def _check_for(self, layer: LayerName, shard: int) -> LayerCheck:
+        if layer == "types":
+            return lambda files, _config: self._mypy_worker(shard).check(files)
+        if layer == "security":
+            return lambda files, _config: self._bandit_worker(shard).check(files)
+        return LAYERS[layer]
 
 
 class Session:

@@ -172,18 +172,21 @@ class Worker:
     itself when this process goes away. Not thread-safe: one per thread.
     """
 
-    def __init__(self, config: StaticConfig, workdir: Path) -> None:
+    def __init__(self, config: StaticConfig, workdir: Path, *, warmup: str | None = None) -> None:
         """Start the worker and warm it up.
 
         Args:
             config: ``config.cache_dir`` is mypy's cache; ``config.timeout_s`` bounds requests.
             workdir: A private directory for the worker's log and warm-up file.
+            warmup: The module checked first (its imports are analysed into the cache);
+                ``None``: the standard library modules small candidates use most.
 
         Raises:
             ToolError: the worker did not start.
         """
         self._config = config
         self._root = workdir
+        self._warmup = _WARMUP if warmup is None else warmup
         self._proc: subprocess.Popen[bytes] | None = None
         self._served = 0
         self._start()
@@ -240,16 +243,18 @@ class Worker:
             raise ToolError(f"the mypy worker did not start: {exc}") from exc
         self._served = 0
         warmup = self._root / "warmup.py"
-        warmup.write_text(_WARMUP, encoding="utf-8")
+        warmup.write_text(self._warmup, encoding="utf-8")
         self._ask([warmup])
         warmup.unlink()
 
     def _request(self, files: Sequence[Path]) -> tuple[str, int]:
         try:
             return self._ask(files)
-        except ToolError:
+        except ToolError as exc:
             self.close()
             self._start()
+            if isinstance(exc.__cause__, subprocess.TimeoutExpired):
+                raise  # not retried (that would double the wait), nor bisected
             return self._ask(files)
 
     def _ask(self, files: Sequence[Path]) -> tuple[str, int]:
@@ -262,7 +267,9 @@ class Worker:
             proc.stdin.flush()
             ready, _, _ = select.select([proc.stdout], [], [], self._config.timeout_s)
             if not ready:
-                raise ToolError(f"the mypy worker took longer than {self._config.timeout_s} s")
+                raise ToolError(
+                    f"the mypy worker took longer than {self._config.timeout_s} s"
+                ) from subprocess.TimeoutExpired("mypy worker", self._config.timeout_s)
             reply = json.loads(proc.stdout.readline())
             return str(reply["out"]), int(reply["status"])
         except (OSError, ValueError, TypeError, KeyError) as exc:

@@ -284,14 +284,14 @@ def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitSta
         cache = config.static.cache_dir
         if cache is None:
             cache = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gradebox-mypy-")))
-        stages.append(
-            open_static_stage(
-                cache_dir=cache,
-                jobs=config.jobs,
-                lockfile=config.static.lockfile,
-                policy_file=config.static.policy,
-            )
+        static = open_static_stage(
+            cache_dir=cache,
+            jobs=config.jobs,
+            lockfile=config.static.lockfile,
+            policy_file=config.static.policy,
         )
+        stack.callback(static.close)  # its warm workers, before the cache directory goes
+        stages.append(static)
     if config.judge is not None:
         from gradebox.pipeline.judge import SkippedJudge, open_judge_stage  # noqa: PLC0415
 

@@ -4,7 +4,9 @@ Per batch of graded samples (:class:`StaticStage.run`, one call per chunk or
 merged chunks), for every sample whose extraction succeeded:
 
 - the tool layers (ruff, mypy, bandit) through :func:`static.batch.check_batch`,
-  each tool once over the whole batch, on ``jobs`` cores;
+  each tool once over the whole batch, on ``jobs`` cores; with
+  :class:`static.batch.WarmTools` (what :func:`open_static_stage` sets up) mypy
+  and bandit stay warm in worker processes across the run's batches;
 - in this process: imports versus the lockfile (:func:`static.imports.check`),
   diff size when the sample carries its ``original`` (:func:`static.diffsize.check`),
   complexity and documentation metrics (:func:`static.metrics.check`);
@@ -24,7 +26,9 @@ layers still count, and a sample whose hidden tests all pass becomes
 ``needs_review`` (reason ``infra_error``) since its pass cannot be confirmed.
 
 Setup (:func:`open_static_stage`) reads the lockfile and the policy file and
-checks that every tool is installed, before any grading.
+checks that every tool is installed, before any grading; it starts the warm
+workers in the background (mypy's first request analyses the standard library),
+so that they warm up while the sandbox starts. :meth:`StaticStage.close` stops them.
 """
 
 from __future__ import annotations
@@ -42,7 +46,13 @@ from gradebox.pipeline.core import Annotation, Graded
 from gradebox.pipeline.task_static import allowing, task_static
 from sandbox.types import PublicTask
 from static import diffsize, imports, metrics
-from static.batch import Candidate, StaticConfig, StaticResult, check_batch, check_tools
+from static.batch import (
+    Candidate,
+    StaticConfig,
+    StaticResult,
+    WarmTools,
+    check_batch,
+)
 from static.findings import Finding, ToolError
 from static.lockfiles import LockfileError, read_lockfile
 from static.policy import DEFAULT_POLICY, Policy, apply, deciding
@@ -65,6 +75,7 @@ class StaticStage:
         pins: Mapping[str, str] | None = None,
         environment: Mapping[str, Sequence[str]] | None = None,
         keep_for_sarif: bool = False,
+        tools: WarmTools | None = None,
     ) -> None:
         """Set up the stage (the tools are not checked here: see :func:`open_static_stage`).
 
@@ -74,8 +85,11 @@ class StaticStage:
             pins: ``{distribution: version}`` from the lockfile; ``None`` without one.
             environment: ``importlib.metadata.packages_distributions()``, computed once.
             keep_for_sarif: Keep every sample's findings and code for :meth:`sarif`.
+            tools: Warm tool workers to check batches with (closed by :meth:`close`);
+                ``None`` starts the tools afresh for every batch.
         """
         self.config = config
+        self._tools = tools
         self.policy = policy
         self.pins = pins
         self.environment = (
@@ -98,8 +112,15 @@ class StaticStage:
             notes[k] = self._annotate(g, code, result)
         return notes
 
+    def close(self) -> None:
+        """Stop the warm tool workers, if any; safe to call twice."""
+        if self._tools is not None:
+            self._tools.close()
+
     def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
         try:
+            if self._tools is not None:
+                return self._tools.check_batch(candidates)
             return check_batch(candidates, self.config)
         except Exception:  # a bug a sample triggered: find it rather than fail the batch
             if len(candidates) == 1:
@@ -233,7 +254,7 @@ def open_static_stage(
         keep_for_sarif: Keep findings and code for a SARIF log.
 
     Returns:
-        The stage.
+        The stage, its warm workers starting; close it (:meth:`StaticStage.close`).
 
     Raises:
         BadInput: The lockfile or the policy file is bad (``file:line: ...``).
@@ -248,10 +269,11 @@ def open_static_stage(
     policy = DEFAULT_POLICY if policy_file is None else load_policy(policy_file)
     config = StaticConfig(cache_dir=cache_dir, jobs=jobs)
     try:
-        check_tools(config)
+        tools = WarmTools(config)
     except ToolError as exc:
         raise SetupError(f"static layers: {exc} (or skip them with --no-static)") from exc
-    return StaticStage(config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif)
+    tools.start()
+    return StaticStage(config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif, tools=tools)
 
 
 def load_policy(path: Path) -> Policy:
