@@ -176,7 +176,7 @@ def check_feedback(parsed: Any) -> Feedback:
 
 def _put(store: Store, kind: Target, key: str, idx: int, owner: str, fb: Feedback) -> float:
     now = time.time()
-    store.execute(
+    store.write_fast(
         "INSERT OR REPLACE INTO feedback "
         "(kind, key, idx, owner, accepted, reviewer, note, created) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

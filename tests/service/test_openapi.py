@@ -34,5 +34,11 @@ def test_openapi_lists_every_endpoint():
         "/v1/runs/{run_id}",
         "/v1/runs/{run_id}/results",
         "/v1/runs/{old}/diff/{new}",
+        "/v1/rubrics/{name}",
+        "/v1/tokens",
+        "/v1/tokens/{token_id}",
+        "/v1/grades/{grade_id}/feedback",
+        "/v1/runs/{run_id}/samples/{sample_id}/feedback",
+        "/v1/stats",
     }
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
