@@ -88,6 +88,7 @@ def import_benchmark(
     limits: Limits | None = None,
     jobs: int = 2,
     stdout: StdoutCompare = StdoutCompare(),
+    challenge: bool = False,
 ) -> tuple[list[ImportedTask], ImportReport]:
     """Read a benchmark file and build its tasks.
 
@@ -99,12 +100,16 @@ def import_benchmark(
         limits: Limits for the reference runs.
         jobs: Reference runs at once.
         stdout: How stdio cases compare (tokens or exact, tolerances).
+        challenge: (mbpp) Also import ``challenge_test_list``.
 
     Raises:
         BadInput: The file is not in the format (every problem, ``file:line: ...``).
         SetupError: The sandbox failed during the reference check.
     """
-    drafts, skipped = _READERS[fmt](source)
+    if fmt == "mbpp":
+        drafts, skipped = read_mbpp(source, challenge=challenge)
+    else:
+        drafts, skipped = _READERS[fmt](source)
     observed = (
         observe_references(sandbox, drafts, limits or Limits(), jobs=jobs)
         if sandbox is not None

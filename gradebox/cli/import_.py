@@ -60,6 +60,11 @@ __all__ = ["import_"]
     help="(stdio) Relative tolerance of numeric output tokens [default: 1e-9].",
 )
 @click.option(
+    "--challenge-tests",
+    is_flag=True,
+    help="(mbpp) Also import challenge_test_list (the full variant's harder asserts).",
+)
+@click.option(
     "--no-reference-check",
     is_flag=True,
     help="Do not run the references (in the sandbox) to find lax comparisons.",
@@ -93,6 +98,7 @@ def import_(
     stdout_mode: Any,
     tol: float | None,
     rel_tol: float | None,
+    challenge_tests: bool,
     no_reference_check: bool,
     tasks: Path | None,
     harness_results: Path | None,
@@ -154,6 +160,7 @@ def import_(
             equality=equality,
             jobs=jobs,
             stdout=StdoutCompare(stdout_mode, tol, rel_tol),
+            challenge=challenge_tests,
         )
     finally:
         if sandbox is not None:

@@ -59,6 +59,12 @@ def test_mbpp_full_converts_what_it_can_and_references_pass(tmp_path: Path, grad
     assert [r["pass"] for r in broken] == [False] * 4
 
 
+def test_mbpp_challenge_tests_are_imported_when_asked(tmp_path: Path) -> None:
+    plain = _run("mbpp", str(MBPP / "mbpp.jsonl"), "--out", str(tmp_path / "a"))
+    more = _run("mbpp", str(MBPP / "mbpp.jsonl"), "--out", str(tmp_path / "b"), "--challenge-tests")
+    assert more["cases"]["function"] == plain["cases"]["function"] + 1  # drop_char('', 'l')
+
+
 def test_mbpp_sanitized_reads_the_json_array_layout(tmp_path: Path, grade) -> None:
     out = tmp_path / "sanitized"
     report = _run("mbpp", str(MBPP / "sanitized-mbpp.json"), "--out", str(out))
