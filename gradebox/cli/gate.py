@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 
@@ -20,6 +24,9 @@ from gradebox.patches.staticdiff import StaticSettings
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
+
+if TYPE_CHECKING:
+    from judge import Judge
 
 __all__ = ["gate"]
 
@@ -72,6 +79,13 @@ _DIR = click.Path(path_type=Path, file_okay=False)
 @click.option("--no-static", is_flag=True, help="Skip the differential static layers.")
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               default="added", show_default=True, help="Which new findings count.")  # fmt: skip
+@click.option(
+    "--judge",
+    "use_judge",
+    is_flag=True,
+    help="Annotate each row with the judge's reading of the diff against --intent (patch "
+    "rubric; endpoint from GRADEBOX_JUDGE_BASE_URL, GRADEBOX_JUDGE_API_KEY, GRADEBOX_JUDGE_MODEL).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @sandbox_python_option
 @exit_codes
@@ -99,9 +113,12 @@ def gate(**opts: object) -> None:
     config = _config(opts)
     rows: list[GateRow] = []
     out = opts["out"]
-    with _open(out if isinstance(out, Path) else None) as sink:
+    judge = _judge(os.environ) if opts["use_judge"] else None
+    with _open(out if isinstance(out, Path) else None) as sink, contextlib.ExitStack() as stack:
+        if judge is not None:
+            stack.callback(judge.close)
         for spec in specs:
-            row = run_gate(spec, config)
+            row = run_gate(spec, config, judge)
             rows.append(row)
             sink.write(json.dumps(row.to_row(), ensure_ascii=False) + "\n")
             sink.flush()
@@ -168,6 +185,16 @@ def _config(o: dict[str, object]) -> GateConfig:
         python=python,
         static=static,
     )
+
+
+def _judge(environ: Mapping[str, str]) -> Judge:
+    from judge import Judge, JudgeConfig  # noqa: PLC0415 - loads the client only with --judge
+    from judge.errors import JudgeConfigError  # noqa: PLC0415
+
+    try:
+        return Judge(dataclasses.replace(JudgeConfig.from_env(environ), no_cache=True))
+    except JudgeConfigError as exc:  # JudgeNotConfigured included
+        raise SetupError(f"--judge: {exc}") from exc
 
 
 def _reports(rows: list[GateRow], o: dict[str, object]) -> None:

@@ -14,7 +14,8 @@ The order, and what each step can decide (:func:`run_gate`):
    hidden test patch applied after;
 5. head run plus a separate collection (cross-check), per-test categories;
 6. tamper scan of added lines; differential static; diff size;
-7. :func:`gradebox.patches.verdict.decide`.
+7. :func:`gradebox.patches.verdict.decide`; then, with a judge and an intent,
+   the judge's annotation (``patch`` rubric), which never changes the verdict.
 
 Nothing here raises for what a patch does: every outcome is a :class:`GateRow`.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gradebox.errors import SetupError
 from gradebox.patches.apply import GitError, Worktree, escaping_links
@@ -40,9 +41,13 @@ from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
 from static.lockfiles import LockfileError, read_lockfile
 
+if TYPE_CHECKING:
+    from judge import Judge, JudgeResult
+
 __all__ = ["GateConfig", "run_gate"]
 
 _MAX_FILE_BYTES = 2 * 1024 * 1024
+_MAX_INTENT = 20_000
 _LOCKFILES = ("requirements.txt",)
 
 
@@ -66,8 +71,13 @@ class GateConfig:
     """The static layers (``None``: off)."""
 
 
-def run_gate(spec: GateSpec, config: GateConfig) -> GateRow:
+def run_gate(spec: GateSpec, config: GateConfig, judge: Judge | None = None) -> GateRow:
     """Gate one patch; see the module docstring.
+
+    ``judge``, when given and the spec has an intent, annotates the row with the
+    ``patch`` rubric's reading of the candidate's diff (as applied, protected
+    files stripped) against the intent: never the hidden test patch, never a
+    test result, and never the verdict.
 
     Raises:
         SetupError: The environment cannot be built or the sandbox is unavailable
@@ -76,7 +86,7 @@ def run_gate(spec: GateSpec, config: GateConfig) -> GateRow:
     t0 = time.monotonic()
     try:
         with Worktree(spec.repo, spec.base) as wt:
-            row = _gate(spec, config, wt)
+            row = _gate(spec, config, wt, judge)
     except GitError as exc:
         row = GateRow(spec.id, "needs_review", "infra_error", infra_error=str(exc))
     except IsolationUnavailable as exc:
@@ -85,7 +95,7 @@ def run_gate(spec: GateSpec, config: GateConfig) -> GateRow:
     return replace(row, timing=timing, repo=str(spec.repo))
 
 
-def _gate(spec: GateSpec, config: GateConfig, wt: Worktree) -> GateRow:
+def _gate(spec: GateSpec, config: GateConfig, wt: Worktree, judge: Judge | None) -> GateRow:
     base = wt.commit
     text = wt.diff(base, spec.head) if spec.head else (spec.patch or "")
     if not text.strip():
@@ -146,7 +156,20 @@ def _gate(spec: GateSpec, config: GateConfig, wt: Worktree) -> GateRow:
     return GateRow(
         spec.id, verdict, reason, note, base, report, tests, tuple(tamper), static,
         diff_size(parsed.files, texts[0], texts[1]), timing=timing,
+        judge=_judge(judge, spec, parsed),
     )  # fmt: skip
+
+
+def _judge(judge: Judge | None, spec: GateSpec, parsed: ParsedPatch) -> JudgeResult | None:
+    if judge is None or not spec.intent:
+        return None
+    from judge import JudgeItem  # noqa: PLC0415 - loads the client only when judging
+
+    item = JudgeItem(
+        sample_id=spec.id, fn="patch", spec=spec.intent[:_MAX_INTENT],
+        signature=", ".join(parsed.paths)[:1000], code=parsed.text, rubric_name="patch",
+    )  # fmt: skip
+    return judge.judge_many([item])[0]
 
 
 def _refused(spec: GateSpec, base: str, why: str) -> GateRow:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, ClassVar, Literal, get_args
 
 from gradebox.grade import Json
 from gradebox.patches.apply import ApplyStrategy
 from gradebox.patches.tamper import TamperHit
 from gradebox.verdict import VerdictName
 from static.differential import FilterMode, Tagged
+
+if TYPE_CHECKING:  # the judge package loads its client; a gate without a judge never needs it
+    from judge import JudgeResult
 
 __all__ = [
     "CATEGORIES",
@@ -284,6 +287,8 @@ class GateRow:
     """``env`` (cached, built, given), ``env_s``, ``total_s``."""
     repo: str | None = None
     """The repository gated (a local path)."""
+    judge: JudgeResult | None = None
+    """The judge's annotation of the diff against the intent (never decides the verdict)."""
 
     @property
     def resolved(self) -> bool:
@@ -323,5 +328,6 @@ class GateRow:
             "static": None if self.static is None else self.static.to_json(),
             "diff": None if self.diff is None else self.diff.to_json(),
             "infra_error": None if self.infra_error is None else self.infra_error[:500],
+            "judge": None if self.judge is None else self.judge.to_row(),
             "timing": dict(self.timing),
         }
