@@ -23,19 +23,23 @@ Faults:
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
-from collections.abc import Sequence
-from concurrent.futures import CancelledError
+from collections.abc import Mapping, Sequence
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
+import dask
 from distributed import Client, KilledWorker, LocalCluster, Security
 
 from gradebox.cluster.address import SchedulerAddress
 from gradebox.cluster.tasksets import TaskSetPlugin, arguments_only, taskset_name
 from gradebox.cluster.worker import (
+    QUIET_HTTP,
     SANDBOX_PLUGIN,
     CaseJob,
     SandboxPlugin,
@@ -43,9 +47,10 @@ from gradebox.cluster.worker import (
     WorkerOptions,
     backend_for,
     resource_name,
-    run_cases,
+    run_batch,
     sandbox_report,
 )
+from gradebox.model import Task
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox
 from sandbox.types import HiddenCase, Limits, Observation, RunResult
@@ -54,8 +59,15 @@ __all__ = ["RETRIES", "ClusterOptions", "ClusterSandbox", "ClusterUnavailable", 
 
 RETRIES = 2
 """Times a job a worker raised for is tried again (a dead worker is the scheduler's count)."""
-IN_FLIGHT_PER_SLOT = 2
-"""Samples kept in flight per sandbox slot: the next one waits on the worker, not on a trip."""
+MAX_BATCH = 8
+"""Most samples in one Dask task (samples waiting when a task is sent go together)."""
+IN_FLIGHT_PER_SLOT = 2 * MAX_BATCH
+"""Samples kept in flight per sandbox slot: enough for two full batches per slot, so the
+next batch waits on the worker, not on a round trip."""
+TASKS_PER_SLOT = 2
+"""Dask tasks out at once per sandbox slot: one running, one waiting on the worker."""
+MAX_IN_FLIGHT = 1024
+"""Most samples in flight (each waits in a thread of the grading pool)."""
 
 
 class ClusterUnavailable(IsolationUnavailable):
@@ -112,9 +124,16 @@ class ClusterSandbox(Sandbox):
         self._run = uuid.uuid4().hex[:12]
         self._sets: dict[int, tuple[Sequence[HiddenCase], str]] = {}
         self._sets_lock = threading.Lock()
+        self._names: list[str] = []
         self._closed = False
         self.lost: str | None = None
         """Why the cluster went away mid-run, once it has."""
+        self._waiting: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+        self._room = threading.Semaphore(max(1, self.slots * TASKS_PER_SLOT))
+        self._dispatcher = threading.Thread(
+            target=self._dispatch, name="gradebox-cluster-dispatch", daemon=True
+        )
+        self._dispatcher.start()
 
     @property
     def python_version(self) -> str | None:
@@ -124,7 +143,7 @@ class ClusterSandbox(Sandbox):
     @property
     def in_flight(self) -> int:
         """How many samples to keep submitted at once."""
-        return max(1, self.slots * IN_FLIGHT_PER_SLOT)
+        return max(1, min(MAX_IN_FLIGHT, self.slots * IN_FLIGHT_PER_SLOT))
 
     @property
     def scheduler_address(self) -> str:
@@ -142,24 +161,56 @@ class ClusterSandbox(Sandbox):
             name = self._taskset(fn, cases)
         except Exception as exc:  # the scheduler refused or went away: ours, not the candidate's
             return self._failed(cases, exc, t0)
-        job = CaseJob(name, fn, code, limits or self.limits, self.backend)
-        future = self._client.submit(
-            run_cases,
-            job,
-            key=f"gradebox-{fn}-{uuid.uuid4().hex}",
-            resources={self._resource: 1},
-            retries=RETRIES,
-            pure=False,
-        )
+        waiter: Future[RunResult] = Future()
+        self._waiting.put((CaseJob(name, fn, code, limits or self.limits, self.backend), waiter))
         try:
-            result = future.result()
+            result = waiter.result()
         except Exception as exc:
             return self._failed(cases, exc, t0)
-        finally:
-            future.release()
         if not isinstance(result, RunResult) or len(result.observations) != len(cases):
             return _infra(cases, "a worker sent a malformed result", t0)
         return result
+
+    def _dispatch(self) -> None:
+        """Send waiting samples to the cluster, up to :data:`MAX_BATCH` per task.
+
+        It never waits for a batch to fill: a lone sample goes alone, at once. At most
+        :data:`TASKS_PER_SLOT` tasks per slot are out at a time; samples that arrive while
+        they are go together in the next one.
+        """
+        while True:
+            first = self._waiting.get()
+            if first is None:
+                return
+            self._room.acquire()  # samples queue up meanwhile: they go as one batch
+            batch = [first]
+            while len(batch) < MAX_BATCH:
+                try:
+                    more = self._waiting.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._waiting.put(None)
+                    break
+                batch.append(more)
+            self._submit(batch)
+
+    def _submit(self, batch: list[_Waiting]) -> None:
+        try:
+            future = self._client.submit(
+                run_batch,
+                tuple(job for job, _ in batch),
+                key=f"gradebox-batch-{uuid.uuid4().hex}",
+                resources={self._resource: 1},
+                retries=RETRIES,
+                pure=False,
+            )
+        except Exception as exc:  # the client is closed: the scheduler went away
+            self._room.release()
+            for _, waiter in batch:
+                waiter.set_exception(exc)
+            return
+        future.add_done_callback(partial(_settle, batch, self._room))
 
     def self_check(self) -> None:
         """Every worker proved its own sandbox before it advertised a slot: nothing to add."""
@@ -173,8 +224,9 @@ class ClusterSandbox(Sandbox):
         if self._closed:
             return
         self._closed = True
+        self._waiting.put(None)
         with self._sets_lock:
-            names = [name for _, name in self._sets.values()]
+            names, self._names = self._names, []
             self._sets.clear()
         if self.lost is None:
             for name in names:
@@ -186,17 +238,35 @@ class ClusterSandbox(Sandbox):
         if self._cluster is not None:
             self._cluster.close(timeout=10)
 
+    def preload(self, tasks: Mapping[str, Task]) -> None:
+        """Send every task's set to the workers now, in one plugin (one round trip for all).
+
+        Cases :meth:`run` is later called with that are not these (the suite
+        preparation's own) are registered when first seen, once each.
+        """
+        sets = {fn: t.cases for fn, t in tasks.items()}
+        with self._sets_lock:
+            fresh = {fn: c for fn, c in sets.items() if id(c) not in self._sets}
+            if not fresh:
+                return
+            self._register(fresh)
+
     def _taskset(self, fn: str, cases: Sequence[HiddenCase]) -> str:
         """The registered set for ``cases`` (registered now, once, if it is new)."""
         with self._sets_lock:
             known = self._sets.get(id(cases))
             if known is not None and known[0] is cases:
                 return known[1]
-            sent = arguments_only(cases)
-            name = taskset_name(self._run, fn, sent)
-            self._client.register_plugin(TaskSetPlugin(name, fn, sent), name=name)
+            return self._register({fn: cases})
+
+    def _register(self, sets: Mapping[str, Sequence[HiddenCase]]) -> str:
+        sent = {fn: arguments_only(cases) for fn, cases in sets.items()}
+        name = taskset_name(self._run, sent)
+        self._client.register_plugin(TaskSetPlugin(name, sent), name=name)
+        self._names.append(name)
+        for cases in sets.values():
             self._sets[id(cases)] = (cases, name)  # holding ``cases`` keeps its id unique
-            return name
+        return name
 
     def _failed(self, cases: Sequence[HiddenCase], exc: Exception, t0: float) -> RunResult:
         if isinstance(exc, KilledWorker):
@@ -208,6 +278,27 @@ class ClusterSandbox(Sandbox):
             self.lost = f"the scheduler went away ({type(exc).__name__})"
             return _infra(cases, self.lost, t0)
         return _infra(cases, f"worker error: {type(exc).__name__}: {exc}", t0)
+
+
+_Waiting = tuple[CaseJob, "Future[RunResult]"]
+"""A sample waiting for the cluster, and the future its grading thread waits on."""
+
+
+def _settle(batch: list[_Waiting], room: threading.Semaphore, future: Any) -> None:
+    """Hand each sample of a finished batch its result, or the batch's exception."""
+    room.release()
+    try:
+        results = future.result()
+        if not isinstance(results, tuple) or len(results) != len(batch):
+            raise TypeError("a worker sent a malformed batch result")
+    except Exception as exc:
+        for _, waiter in batch:
+            waiter.set_exception(exc)
+        return
+    finally:
+        future.release()
+    for (_, waiter), result in zip(batch, results, strict=True):
+        waiter.set_result(result)
 
 
 def _infra(cases: Sequence[Any], message: str, t0: float) -> RunResult:
@@ -252,15 +343,16 @@ def open_cluster(options: ClusterOptions) -> ClusterSandbox:
 def _start_local(options: ClusterOptions) -> tuple[LocalCluster, Client]:
     """``local:N``: N worker processes on loopback, TLS with a certificate made for this run."""
     security = Security.temporary()
-    cluster = LocalCluster(
-        n_workers=options.scheduler.local_workers,
-        threads_per_worker=options.jobs,
-        processes=True,
-        host="127.0.0.1",
-        security=security,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
+    with dask.config.set(QUIET_HTTP):  # the workers it spawns take this configuration along
+        cluster = LocalCluster(
+            n_workers=options.scheduler.local_workers,
+            threads_per_worker=options.jobs,
+            processes=True,
+            host="127.0.0.1",
+            security=security,
+            dashboard_address="127.0.0.1:0",
+            silence_logs=logging.ERROR,
+        )
     try:
         client = Client(cluster, security=security)
         plugin = SandboxPlugin(

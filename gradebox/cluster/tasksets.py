@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import pickle
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from distributed import WorkerPlugin
@@ -53,31 +53,30 @@ def arguments_only(cases: Sequence[HiddenCase]) -> tuple[HiddenCase, ...]:
     return tuple(out)
 
 
-def taskset_name(run: str, fn: str, cases: Sequence[HiddenCase]) -> str:
-    """The plugin name of one run's task set: its run token and a digest of its content."""
-    digest = hashlib.sha256(pickle.dumps((fn, tuple(cases)), protocol=5)).hexdigest()[:16]
+def taskset_name(run: str, sets: Mapping[str, Sequence[HiddenCase]]) -> str:
+    """The plugin name of task sets of one run: its run token and a digest of their content."""
+    content = sorted((fn, tuple(cases)) for fn, cases in sets.items())
+    digest = hashlib.sha256(pickle.dumps(content, protocol=5)).hexdigest()[:16]
     return f"gradebox-cases-{run}-{digest}"
 
 
 class TaskSetPlugin(WorkerPlugin):
-    """Holds one task set on a worker for the length of a run.
+    """Holds task sets on a worker for the length of a run.
 
     Args:
-        name: :func:`taskset_name` of the set.
-        fn: The task's function name.
-        cases: The set, already :func:`arguments_only`.
+        name: :func:`taskset_name` of the sets.
+        sets: Cases by task name, already :func:`arguments_only`.
     """
 
     idempotent = True
 
-    def __init__(self, name: str, fn: str, cases: tuple[HiddenCase, ...]) -> None:
+    def __init__(self, name: str, sets: Mapping[str, tuple[HiddenCase, ...]]) -> None:
         self.name = name
-        self.fn = fn
-        self.cases = cases
+        self.sets = dict(sets)
 
     def setup(self, worker: Worker) -> None:
-        """Nothing to start: the set is ready once unpickled."""
+        """Nothing to start: the sets are ready once unpickled."""
 
     def teardown(self, worker: Worker) -> None:
-        """Drop the set when the run ends (the plugin is unregistered)."""
-        self.cases = ()
+        """Drop the sets when the run ends (the plugin is unregistered)."""
+        self.sets = {}

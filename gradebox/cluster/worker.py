@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import dask
 from distributed import Security, Worker, WorkerPlugin, get_worker
 
 from gradebox.cluster.tasksets import TaskSetPlugin
@@ -35,6 +36,7 @@ from sandbox.types import HiddenCase, Limits, Observation, RunResult
 
 __all__ = [
     "EVENT_TOPIC",
+    "QUIET_HTTP",
     "SANDBOX_PLUGIN",
     "CaseJob",
     "MissingTaskSet",
@@ -43,6 +45,7 @@ __all__ = [
     "SandboxReport",
     "WorkerOptions",
     "resource_name",
+    "run_batch",
     "run_cases",
     "run_worker",
     "sandbox_report",
@@ -53,6 +56,12 @@ SANDBOX_PLUGIN = "gradebox-sandbox"
 """The name the sandbox plugin has on every worker."""
 EVENT_TOPIC = "gradebox"
 """The scheduler's event-log topic of gradebox workers (``ready``, ``refused``)."""
+QUIET_HTTP = {
+    "distributed.scheduler.http.routes": ["distributed.http.health"],
+    "distributed.worker.http.routes": ["distributed.http.health"],
+}
+"""Dask configuration for the processes gradebox starts: their plain-HTTP servers (which
+TLS does not cover) answer ``/health`` only, on loopback; no task, worker or metrics pages."""
 MAX_SANDBOXES = 4
 """Most sandboxes (distinct limits) one worker keeps open at once."""
 _NOT_RUN = Observation("not_run")
@@ -226,9 +235,20 @@ def run_cases(job: CaseJob) -> RunResult:
         raise Refused("this worker has no gradebox sandbox")
     plugin.check(job)
     tasks = worker.plugins.get(job.taskset)
-    if not isinstance(tasks, TaskSetPlugin) or tasks.fn != job.fn:
-        raise MissingTaskSet(f"task set {job.taskset} is not on this worker")
-    return plugin.run(job, tasks.cases)
+    cases = tasks.sets.get(job.fn) if isinstance(tasks, TaskSetPlugin) else None
+    if cases is None:
+        raise MissingTaskSet(f"task set {job.taskset} of {job.fn!r} is not on this worker")
+    return plugin.run(job, cases)
+
+
+def run_batch(jobs: tuple[CaseJob, ...]) -> tuple[RunResult, ...]:
+    """:func:`run_cases` for several samples, one after the other, as one Dask task.
+
+    One task per sample costs the scheduler about as much as a small sample costs
+    the sandbox; a batch shares that cost. A job that raises fails the batch (Dask
+    retries it, or the coordinator makes every sample of it an ``infra_error``).
+    """
+    return tuple(run_cases(job) for job in jobs)
 
 
 def sandbox_report(dask_worker: Worker) -> SandboxReport | None:
@@ -278,14 +298,17 @@ def run_worker(
 async def _serve(
     address: str, options: WorkerOptions, security: Security | None, name: str | None
 ) -> bool:
-    async with Worker(
-        address,
-        nthreads=options.jobs,
-        security=security,
-        name=name,
-        dashboard=False,
-        death_timeout=60,
-    ) as worker:
+    with dask.config.set(QUIET_HTTP):
+        worker = Worker(
+            address,
+            nthreads=options.jobs,
+            security=security,
+            name=name,
+            dashboard=False,
+            dashboard_address="127.0.0.1:0",
+            death_timeout=60,
+        )
+    async with worker:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

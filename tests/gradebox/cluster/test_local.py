@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
+
 import pytest
 from distributed import Client, Security
 
@@ -43,5 +46,14 @@ def test_a_local_cluster_speaks_tls_only_with_its_own_certificate():
             Client(address, security=Security.temporary(), timeout=3)  # a certificate of its own
         with pytest.raises((OSError, TimeoutError, TypeError)):
             Client(address.replace("tls://", "tcp://"), timeout=3)  # no certificate at all
+        # The scheduler's plain-HTTP server (TLS does not cover it): loopback, /health only.
+        http = sb._cluster.scheduler.http_server
+        assert {sock.getsockname()[0] for sock in http._sockets.values()} == {"127.0.0.1"}
+        port = http.port
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status == 200
+        for page in ("/info/main/workers.html", "/json/identity.json", "/metrics"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{page}", timeout=5)
+            assert err.value.code == 404, page
     finally:
         sb.close()
