@@ -333,7 +333,9 @@ def _grade(
     if config.scheduler is not None:
         from gradebox.cluster.coordinator import ClusterSandbox  # noqa: PLC0415 - loads Dask
 
-        width = sandbox.in_flight if isinstance(sandbox, ClusterSandbox) else width
+        if isinstance(sandbox, ClusterSandbox):  # task sets travel once, before any sample
+            width = sandbox.in_flight
+            sandbox.preload(grader.tasks)
     jobs = max(1, min(width, len(plan.todo)))
     if not sandbox.isolated:
         click.echo("WARNING: --isolation none: candidates run WITHOUT isolation", err=True)
