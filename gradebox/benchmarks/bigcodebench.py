@@ -26,6 +26,7 @@ from gradebox.benchmarks.source import (
     Row,
     alias_code,
     field,
+    is_identifier,
     read_rows,
     signature_of,
     unique_fns,
@@ -88,6 +89,9 @@ def read_bigcodebench(path: Path) -> tuple[list[Draft], list[Skipped]]:
     ids = [(v["task_id"], v["entry_point"]) for _, v in good]
     drafts = []
     for (row, v), (task_id, entry, fn) in zip(good, unique_fns(ids), strict=True):
+        if not is_identifier(entry):
+            problems.append(f"{path}:{row.line}: entry_point: {entry[:100]!r} is not an identifier")
+            continue
         libs = _libs(row)
         foreign = [lib for lib in libs if lib not in sys.stdlib_module_names]
         if foreign:
@@ -96,8 +100,8 @@ def read_bigcodebench(path: Path) -> tuple[list[Draft], list[Skipped]]:
             continue
         try:
             tests, skipped_tests = test_names(v["test"])
-        except (SyntaxError, ValueError) as exc:
-            problems.append(f"{path}:{row.line}: test: does not parse ({exc})")
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            problems.append(f"{path}:{row.line}: test: does not parse ({str(exc)[:200]})")
             continue
         skipped += [Skipped(task_id, t, "marked skip in the benchmark") for t in skipped_tests]
         suffix = alias_code(fn, entry)

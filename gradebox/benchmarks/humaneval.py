@@ -24,7 +24,14 @@ from typing import Any
 
 from gradebox.benchmarks.asserts import contains_assert, convert_statement, is_trivial
 from gradebox.benchmarks.records import Draft, Skipped, Statement
-from gradebox.benchmarks.source import alias_code, field, read_rows, signature_of, unique_fns
+from gradebox.benchmarks.source import (
+    alias_code,
+    field,
+    is_identifier,
+    read_rows,
+    signature_of,
+    unique_fns,
+)
 from gradebox.errors import BadInput
 from sandbox.types import PublicTask
 
@@ -76,19 +83,24 @@ _HUMANEVAL_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_p
 def _draft(
     path: Path, line: int, v: dict[str, str], entry: str, fn: str, problems: list[str]
 ) -> Draft:
+    if not is_identifier(entry):
+        problems.append(f"{path}:{line}: entry_point: {entry[:100]!r} is not a Python identifier")
+        return Draft(v["task_id"], fn, entry, PublicTask(fn))
     try:
         tree = ast.parse(v["test"])
-    except (SyntaxError, ValueError) as exc:
-        problems.append(f"{path}:{line}: test: does not parse ({exc})")
-        tree = ast.Module(body=[], type_ignores=[])
-    check = next(
-        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
-    )
-    if check is None or not check.args.args:
+        stmts = _check_statements(tree, entry)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        problems.append(f"{path}:{line}: test: does not parse ({str(exc)[:200]})")
+        return Draft(v["task_id"], fn, entry, PublicTask(fn))
+    if stmts is None:
         problems.append(f"{path}:{line}: test: no `def check(candidate)`")
         return Draft(v["task_id"], fn, entry, PublicTask(fn))
-    param = check.args.args[0].arg
-    head = "\n".join(ast.unparse(n) for n in tree.body if n is not check)
+    check, param, body = stmts
+    try:
+        head = "\n".join(ast.unparse(n) for n in tree.body if n is not check)
+    except RecursionError:
+        problems.append(f"{path}:{line}: test: nested too deeply")
+        return Draft(v["task_id"], fn, entry, PublicTask(fn))
     suffix = alias_code(fn, entry)
     public = PublicTask(
         fn=fn,
@@ -106,8 +118,21 @@ def _draft(
         reference=v["prompt"] + v["canonical_solution"] + suffix,
         head=head,
         param=param,
-        statements=statements(check.body, frozenset({param, entry})),
+        statements=body,
     )
+
+
+def _check_statements(
+    tree: ast.Module, entry: str
+) -> tuple[ast.FunctionDef, str, tuple[Statement, ...]] | None:
+    """``check``, its parameter and its classified statements (``None``: no check)."""
+    check = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None
+    )
+    if check is None or not check.args.args:
+        return None
+    param = check.args.args[0].arg
+    return check, param, statements(check.body, frozenset({param, entry}))
 
 
 def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list[Skipped]]:
@@ -188,6 +213,8 @@ def _asserts(
             body += ast.parse(textwrap.dedent(text)).body
         except (SyntaxError, ValueError) as exc:
             problems.append(f"{path}:{line}: test_list[{index}]: does not parse ({exc.args[0]})")
+        except (RecursionError, MemoryError):
+            problems.append(f"{path}:{line}: test_list[{index}]: nested too deeply")
     for stmt in body:
         for node in ast.walk(stmt):
             if (
