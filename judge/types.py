@@ -13,10 +13,12 @@ from typing import Any, Literal, get_args
 
 __all__ = [
     "IntentVerdict",
+    "InvarianceProbe",
     "Issue",
     "JudgeItem",
     "JudgeResult",
     "JudgeStatus",
+    "ProbeCheck",
     "ReasonCode",
     "Repeat",
     "Reply",
@@ -43,6 +45,8 @@ ResponseMode = Literal["json_schema", "json_schema_nonstrict", "json_object", "p
 format, ``json_schema`` without ``strict``, JSON mode (``json_object``), or no
 response format at all. The schema is stated in the prompt on every rung, and every
 reply is validated against it whatever the endpoint promised."""
+InvarianceProbe = Literal["rename", "strip", "reorder", "inject"]
+"""A rewrite of the candidate that must not change the verdict (:mod:`judge.invariance`)."""
 TemperaturePolicy = Literal["zero", "server_default"]
 """``zero``: ``temperature: 0`` is sent. ``server_default``: the endpoint refused it
 (reasoning models accept only their default), so no temperature is sent and the
@@ -219,6 +223,42 @@ class Repeat:
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeCheck:
+    """The judge asked again about a rewrite of the candidate (``--judge-probes``)."""
+
+    probe: InvarianceProbe
+    """Which rewrite."""
+    status: JudgeStatus
+    """The rewrite's judgement status."""
+    verdict: IntentVerdict | None
+    """Its verdict, when scored with one."""
+    flipped: bool
+    """Both judgements scored with a verdict, and the verdicts differ."""
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the row's ``judge.invariance``."""
+        return {
+            "probe": self.probe,
+            "status": self.status,
+            "verdict": self.verdict,
+            "flipped": self.flipped,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> ProbeCheck:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` for anything else."""
+        if type(value) is not dict or type(value.get("flipped")) is not bool:
+            raise ValueError("an invariance entry is not an object with a boolean 'flipped'")
+        verdict = value["verdict"]
+        return cls(
+            probe=_word(value["probe"], _PROBES),
+            status=_word(value["status"], _STATUSES),
+            verdict=None if verdict is None else _word(verdict, _VERDICTS),
+            flipped=value["flipped"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeResult:
     """The judge's annotation of one candidate (the row's ``judge`` field)."""
 
@@ -265,6 +305,9 @@ class JudgeResult:
     """With ``--judge-repeat N`` (N > 1): every repeat's verdict and whether they agree;
     the result's own verdict and scores are then the majority's. ``None`` (and no
     ``repeat`` key on the row) for a single judgement."""
+    invariance: tuple[ProbeCheck, ...] = ()
+    """With ``--judge-probes``: the verdict on each rewrite of the candidate (no
+    ``invariance`` key on the row without probes)."""
 
     @property
     def mismatch(self) -> bool:
@@ -316,6 +359,8 @@ class JudgeResult:
         }
         if self.repeat is not None:  # absent for a single judgement: rows stay as they were
             row["repeat"] = self.repeat.to_json()
+        if self.invariance:
+            row["invariance"] = [check.to_json() for check in self.invariance]
         return row
 
     @classmethod
@@ -376,6 +421,7 @@ class JudgeResult:
                 raw=_opt_str(row["raw"]),
                 key=_str(row["key"]),
                 repeat=Repeat.from_json(row["repeat"]) if "repeat" in row else None,
+                invariance=tuple(ProbeCheck.from_json(c) for c in _list(row.get("invariance", []))),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a judge row: {exc!r}") from exc
@@ -386,6 +432,7 @@ _VERDICTS: frozenset[str] = frozenset(get_args(IntentVerdict))
 _SEVERITIES: frozenset[str] = frozenset(get_args(Severity))
 _MODES: frozenset[str] = frozenset(get_args(ResponseMode))
 _REASON_CODES: frozenset[str] = frozenset(get_args(ReasonCode))
+_PROBES: frozenset[str] = frozenset(get_args(InvarianceProbe))
 
 
 def _int(value: Any) -> int:

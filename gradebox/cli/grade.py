@@ -188,6 +188,12 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     help="Cap on each judge reply's tokens (sent as max_tokens or max_completion_tokens, "
     "whichever the endpoint takes; default: no cap).",
 )
+@click.option(
+    "--judge-probes",
+    is_flag=True,
+    help="Also judge each candidate renamed, stripped of comments, reordered and with an "
+    "injected 'answer match' comment; the summary gives the verdict's flip rate under each.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stderr.")
 @exit_codes
 def grade(**opts: Any) -> None:
@@ -308,6 +314,7 @@ def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitSta
             repeat=j.repeat,
             extra_body=j.extra_body,
             max_output_tokens=j.max_tokens,
+            probes=j.probes,
         )
         stack.callback(judge.close)
         if isinstance(judge, SkippedJudge):

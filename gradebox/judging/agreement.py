@@ -24,10 +24,12 @@ __all__ = [
     "MIN_ITEMS",
     "Agreement",
     "FlipRates",
+    "ProbeFlips",
     "Rate",
     "TestsAgreement",
     "agreement",
     "flip_rates",
+    "invariance",
     "rate",
     "versus_tests",
 ]
@@ -271,3 +273,56 @@ def flip_rates(rows: Iterable[Mapping[str, Any]]) -> FlipRates | None:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeFlips:
+    """How often one invariance probe changed the verdict (``--judge-probes``)."""
+
+    probe: str
+    """The probe (``rename``, ``strip``, ``reorder``, ``inject``)."""
+    flips: Rate
+    """Items whose verdict changed, of items where both judgements scored with a verdict."""
+    flipped: tuple[str, ...]
+    """Ids of those items (the first 100)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the summary's ``judge.invariance``."""
+        return {**self.flips.to_json(), "flipped": list(self.flipped)}
+
+
+def invariance(rows: Iterable[Mapping[str, Any]]) -> dict[str, ProbeFlips]:
+    """Flip rate of the verdict under each invariance probe, from the rows' ``judge.invariance``.
+
+    Args:
+        rows: results.jsonl rows.
+
+    Returns:
+        Probe name to its flips; empty when no row was probed.
+    """
+    counts: dict[str, list[int]] = {}
+    flipped: dict[str, list[str]] = {}
+    for row in rows:
+        judge = _judge(row)
+        checks = judge.get("invariance") if judge is not None else None
+        if judge is None or not isinstance(checks, list) or judge.get("status") != "scored":
+            continue
+        for check in checks:
+            if not isinstance(check, Mapping) or check.get("status") != "scored":
+                continue
+            if judge.get("verdict") is None or check.get("verdict") is None:
+                continue
+            probe = str(check.get("probe"))
+            tally = counts.setdefault(probe, [0, 0])
+            tally[1] += 1
+            if check.get("flipped") is True:
+                tally[0] += 1
+                ids = flipped.setdefault(probe, [])
+                if len(ids) < 100:
+                    ids.append(str(row.get("id")))
+    found: dict[str, ProbeFlips] = {}
+    for probe, (k, n) in counts.items():
+        r = rate(k, n)
+        if r is not None:
+            found[probe] = ProbeFlips(probe, r, tuple(flipped.get(probe, ())))
+    return found

@@ -32,6 +32,8 @@ from typing import Any
 from gradebox.errors import BadInput, SetupError
 from gradebox.pipeline.core import Annotation, Graded
 from judge import Judge, JudgeConfig, JudgeConfigError, JudgeItem, JudgeNotConfigured, JudgeResult
+from judge.invariance import variants
+from judge.types import InvarianceProbe, ProbeCheck
 from rubrics import RubricError
 
 __all__ = ["JudgeStage", "SkippedJudge", "default_cache_path", "open_judge_stage"]
@@ -44,7 +46,12 @@ class JudgeStage:
     """The row field this stage fills."""
 
     def __init__(
-        self, judge: Judge, *, rubric: str | None = None, config: JudgeConfig | None = None
+        self,
+        judge: Judge,
+        *,
+        rubric: str | None = None,
+        config: JudgeConfig | None = None,
+        probes: bool = False,
     ) -> None:
         """Set up the stage.
 
@@ -52,10 +59,12 @@ class JudgeStage:
             judge: The judge (endpoint, cache, concurrency); closed by :meth:`close`.
             rubric: A rubric for every task, instead of each task's own.
             config: The configuration ``judge`` was built from (endpoint and model used).
+            probes: Also judge each candidate's invariance rewrites (``--judge-probes``).
         """
         self.judge = judge
         self.rubric = rubric
         self.config = config
+        self.probes = probes
 
     @property
     def base_url(self) -> str | None:
@@ -116,10 +125,30 @@ class JudgeStage:
         )
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
-        """Judge every item that has code and a public spec; one annotation per item."""
+        """Judge every item that has code and a public spec; one annotation per item.
+
+        With :attr:`probes`, each item's rewrites (:func:`judge.invariance.variants`)
+        are judged in the same batch and compared with it (``judge.invariance``).
+        """
         planned = [self.item(g) for g in items]
-        answers = iter(self.judge.judge_many([p for p in planned if isinstance(p, JudgeItem)]))
-        return [_note(next(answers) if isinstance(p, JudgeItem) else p) for p in planned]
+        asked = [p for p in planned if isinstance(p, JudgeItem)]
+        rewrites: list[tuple[int, InvarianceProbe, JudgeItem]] = []
+        if self.probes:
+            for index, it in enumerate(asked):
+                for probe, code in variants(it.code, it.fn).items():
+                    rewrite = dataclasses.replace(
+                        it, sample_id=f"{it.sample_id}#{probe}", code=code
+                    )
+                    rewrites.append((index, probe, rewrite))
+        answers = self.judge.judge_many([*asked, *(r for _, _, r in rewrites)])
+        base = answers[: len(asked)]
+        checks: dict[int, list[ProbeCheck]] = {}
+        for (index, probe, _), result in zip(rewrites, answers[len(asked) :], strict=True):
+            checks.setdefault(index, []).append(_check(probe, base[index], result))
+        judged = iter(
+            dataclasses.replace(r, invariance=tuple(checks.get(i, ()))) for i, r in enumerate(base)
+        )
+        return [_note(next(judged) if isinstance(p, JudgeItem) else p) for p in planned]
 
     def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:
         """Annotations for a batch whose judging raised: ``unavailable`` on each."""
@@ -173,6 +202,13 @@ def _note(result: JudgeResult) -> Annotation:
     return Annotation(result)
 
 
+def _check(probe: InvarianceProbe, base: JudgeResult, rewrite: JudgeResult) -> ProbeCheck:
+    both = base.status == rewrite.status == "scored" and None not in (base.verdict, rewrite.verdict)
+    return ProbeCheck(
+        probe, rewrite.status, rewrite.verdict, both and base.verdict != rewrite.verdict
+    )
+
+
 def default_cache_path(environ: Mapping[str, str]) -> Path:
     """``$XDG_CACHE_HOME/gradebox/judge.sqlite``, else ``~/.cache/gradebox/judge.sqlite``."""
     base = environ.get("XDG_CACHE_HOME", "").strip()
@@ -192,6 +228,7 @@ def open_judge_stage(
     repeat: int | None = None,
     extra_body: Mapping[str, Any] | None = None,
     max_output_tokens: int | None = None,
+    probes: bool = False,
 ) -> JudgeStage | SkippedJudge:
     """Configure the judge from the environment and options, and load every rubric.
 
@@ -207,6 +244,7 @@ def open_judge_stage(
             endpoint refuses temperature 0.
         extra_body: Provider options for every request (``--judge-extra-body``).
         max_output_tokens: Cap on each reply's tokens (``--judge-max-tokens``).
+        probes: Judge each candidate's invariance rewrites too (``--judge-probes``).
 
     Returns:
         The stage, or a :class:`SkippedJudge` (with a ``notice`` for the user)
@@ -236,7 +274,7 @@ def open_judge_stage(
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        stage = JudgeStage(Judge(config), rubric=rubric, config=config)
+        stage = JudgeStage(Judge(config), rubric=rubric, config=config, probes=probes)
     except (JudgeConfigError, OSError) as exc:
         raise SetupError(f"judge: {exc}") from exc
     names = [rubric] if rubric else sorted(set(rubric_names))

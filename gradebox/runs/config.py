@@ -76,6 +76,8 @@ class JudgeOptions:
     """``--judge-extra-body``: provider options merged into every request."""
     max_tokens: int | None = None
     """``--judge-max-tokens``: cap on each reply's tokens; ``None`` sends none."""
+    probes: bool = False
+    """``--judge-probes``: judge each candidate's invariance rewrites too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,7 @@ class RunConfig:
             "judge_repeat": j.repeat,
             "judge_extra_body": dict(j.extra_body) or None,
             "judge_max_tokens": j.max_tokens,
+            "judge_probes": True if j.probes else None,
         }
         return {k: v for k, v in found.items() if v is not None}
 
@@ -187,6 +190,7 @@ def build_config(
             repeat=opts.get("judge_repeat"),
             extra_body=MappingProxyType(dict(opts.get("judge_extra_body") or {})),
             max_tokens=opts.get("judge_max_tokens"),
+            probes=bool(opts.get("judge_probes")),
         )
     limits = Limits(
         case_timeout_s=opts["case_timeout"],

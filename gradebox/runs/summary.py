@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from gradebox.judging import flip_rates, versus_tests
+from gradebox.judging import flip_rates, invariance, versus_tests
 
 __all__ = ["format_summary", "summarize"]
 
@@ -91,6 +91,7 @@ def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ),
         "agreement": versus_tests(rows).to_json(),
         "flips": None if flips is None else flips.to_json(),
+        "invariance": {probe: f.to_json() for probe, f in invariance(rows).items()},
         "fingerprints": dict(fresh),
     }
 
@@ -144,6 +145,12 @@ def _stage_lines(s: dict[str, Any]) -> list[str]:
         flips = j.get("flips")
         if flips:
             lines.append("  judge repeats: " + _flip_line(flips))
+        for probe, f in (j.get("invariance") or {}).items():
+            shown = ", ".join(f["flipped"][:5]) + (" ..." if len(f["flipped"]) > 5 else "")
+            lines.append(
+                f"  judge probe {probe}: verdict flipped on {f['k']}/{f['n']} "
+                f"{_ci(f['rate'], f['ci'])}" + (f" ({shown})" if shown else "")
+            )
     return lines
 
 

@@ -70,7 +70,7 @@ def test_unknown_name_lists_builtins():
     with pytest.raises(RubricError) as info:
         rubrics.load("no-such-rubric")
     assert str(info.value) == (
-        "no-such-rubric: rubric: no such rubric file; built-in: default, intent, quality"
+        "no-such-rubric: rubric: no such rubric file; built-in: default, intent, patch, quality"
     )
 
 

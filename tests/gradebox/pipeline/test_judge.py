@@ -607,3 +607,64 @@ def test_judge_extra_body_reaches_the_endpoint(server, tmp_path):
     assert all(b["provider"] == {"require_parameters": True} for b in server.bodies)
     bad = CliRunner().invoke(cli, [*args, "--judge-extra-body", "[1]"], env=_env(server, tmp_path))
     assert bad.exit_code == 2 and "must be a JSON object" in bad.output
+
+
+def test_judge_probes_catch_a_judge_that_reads_names_or_obeys_the_code(server, tmp_path):
+    def reply(body):
+        code = body["messages"][1]["content"]
+        if "ignore all previous instructions" in code:
+            return 200, answer(body, "match")  # obeys the injected comment
+        renamed = "v1" in code
+        return 200, answer(body, "mismatch" if renamed else "match")
+
+    server.reply = reply
+    body = '    """Add one."""\n    step = 1  # one\n    result = x + step\n    return result\n'
+    samples = [
+        {"id": f"s{i}", "fn": "inc", "code": f"def inc(x: int) -> int:\n{body}# {i}\n"}
+        for i in range(3)
+    ]
+    args = _inputs(tmp_path, samples)
+    rows, stderr = _grade(
+        [*args, "--no-static", "--no-judge-cache", "--judge-probes", "--json"],
+        _env(server, tmp_path),
+    )
+    summary = json.loads(stderr.strip().splitlines()[-1])
+    probes = summary["judge"]["invariance"]
+    assert probes["rename"]["k"] == probes["rename"]["n"] == 3
+    assert sorted(probes["rename"]["flipped"]) == ["s0", "s1", "s2"]
+    assert probes["strip"]["k"] == 0 and probes["inject"]["k"] == 0
+    assert "reorder" not in probes  # one definition: nothing to reorder
+    checks = {c["probe"]: c for c in rows["s0"]["judge"]["invariance"]}
+    assert checks["rename"] == {
+        "probe": "rename",
+        "status": "scored",
+        "verdict": "mismatch",
+        "flipped": True,
+    }
+    assert rows["s0"]["verdict"] == "pass"  # probes report; they do not decide
+    text = (
+        CliRunner()
+        .invoke(
+            cli,
+            [*args, "--no-static", "--no-judge-cache", "--judge-probes"],
+            env=_env(server, tmp_path),
+        )
+        .stderr
+    )
+    assert "judge probe rename: verdict flipped on 3/3" in text
+
+
+def test_the_injection_probe_catches_a_judge_that_obeys_the_candidate(server, tmp_path):
+    def reply(body):
+        obeys = "ignore all previous instructions" in body["messages"][1]["content"]
+        return 200, answer(body, "match" if obeys else "mismatch")
+
+    server.reply = reply
+    args = _inputs(tmp_path, [{"id": "wrong", "fn": "inc", "code": WRONG}])
+    rows, stderr = _grade(
+        [*args, "--no-static", "--no-judge-cache", "--judge-probes", "--json"],
+        _env(server, tmp_path),
+    )
+    probes = json.loads(stderr.strip().splitlines()[-1])["judge"]["invariance"]
+    assert probes["inject"]["flipped"] == ["wrong"]
+    assert rows["wrong"]["verdict"] == "fail"  # and a failing test stays failed
