@@ -74,6 +74,8 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     # pipeline they need (BigCodeBench tasks that are about `os` may import it).
     "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},
     "gradebox.patches": _RECORDS | {"gradebox.patches"},
+    # Where gates are read (PR comments, check runs, the Action, pre-commit): over the gate.
+    "gradebox.github": _RECORDS | {"gradebox.github", "gradebox.patches"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve
 

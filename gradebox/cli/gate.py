@@ -86,6 +86,13 @@ _DIR = click.Path(path_type=Path, file_okay=False)
     help="Annotate each row with the judge's reading of the diff against --intent (patch "
     "rubric; endpoint from GRADEBOX_JUDGE_BASE_URL, GRADEBOX_JUDGE_API_KEY, GRADEBOX_JUDGE_MODEL).",
 )
+@click.option("--static-policy", type=_FILE, help="TOML or JSON with fail_on / review_on "
+              "selectors for the counted new findings (default: the patch policy).")  # fmt: skip
+@click.option("--post", type=click.Choice(["github"]), help="Also post the result from the "
+              "GitHub Actions environment: one sticky PR comment, a check run `gradebox` with "
+              "annotations on changed lines, the job summary. Failures are reported on stderr "
+              "and never change the exit code.")  # fmt: skip
+@click.option("--post-strict", is_flag=True, help="With --post: a posting failure exits 2.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @sandbox_python_option
 @exit_codes
@@ -123,6 +130,11 @@ def gate(**opts: object) -> None:
             sink.write(json.dumps(row.to_row(), ensure_ascii=False) + "\n")
             sink.flush()
     _reports(rows, opts)
+    if opts["post"] == "github":
+        from gradebox.github import post_from_env  # noqa: PLC0415 - only when posting
+
+        for line in post_from_env(rows, os.environ, strict=bool(opts["post_strict"])):
+            click.echo(f"gradebox gate: {line}", err=True)
     _summary(rows, as_json=bool(opts["as_json"]), rows_on_stdout=out is None)
     if any(r.reason == "infra_error" for r in rows):
         sys.exit(EXIT_ERROR)
@@ -175,6 +187,10 @@ def _config(o: dict[str, object]) -> GateConfig:
     static = None
     if not o["no_static"]:
         static = StaticSettings(filter_mode=o["filter_mode"])  # type: ignore[arg-type]
+        if o["static_policy"]:
+            from gradebox.pipeline.static import load_policy  # noqa: PLC0415
+
+            static = dataclasses.replace(static, policy=load_policy(_path(o["static_policy"])))
     limits = CommandLimits(timeout_s=float(o["timeout"]), memory_mb=int(str(o["memory_mb"])))  # type: ignore[arg-type]
     return GateConfig(
         limits=limits,
