@@ -18,6 +18,7 @@ benchmark ids to gradebox ``fn`` and holds the prompt a completion continues).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "HarnessVerdict",
     "ImportedSample",
     "compare",
+    "normal_id",
     "read_harness",
     "read_samples",
 ]
@@ -56,6 +58,18 @@ class HarnessVerdict:
     """The sample's id (as :class:`ImportedSample`)."""
     passed: bool
     """Whether the harness passed it."""
+
+
+_MBPP_ID = re.compile(r"(?i)mbpp/(\d+)")
+
+
+def normal_id(task_id: object) -> object:
+    """One spelling per task: evalplus's ``Mbpp/2`` and MBPP's bare ``2`` are ``MBPP/2``."""
+    if type(task_id) is int or (isinstance(task_id, str) and task_id.isdigit()):
+        return f"MBPP/{task_id}"
+    if isinstance(task_id, str) and (m := _MBPP_ID.fullmatch(task_id)):
+        return f"MBPP/{m.group(1)}"
+    return task_id
 
 
 def _benchmark(tasks: Path) -> dict[str, tuple[str, str, str]]:
@@ -85,10 +99,7 @@ def read_samples(source: Path, tasks: Path) -> list[ImportedSample]:
     seen: Counter[str] = Counter()
     samples = []
     for row in rows:
-        task_id = row.data.get("task_id")
-        task_id = str(task_id) if type(task_id) is int else task_id
-        if isinstance(task_id, str) and task_id.isdigit() and f"MBPP/{task_id}" in known:
-            task_id = f"MBPP/{task_id}"
+        task_id = normal_id(row.data.get("task_id"))
         if not isinstance(task_id, str) or task_id not in known:
             problems.append(f"{source}:{row.line}: task_id: {task_id!r} is not in {tasks}")
             continue
@@ -127,7 +138,7 @@ def read_harness(path: Path) -> list[HarnessVerdict]:
         if not isinstance(task_id, str | int) or type(passed) is not bool:
             problems.append(f"{path}:{row.line}: needs 'task_id' and a boolean 'passed'")
             continue
-        key = str(task_id)
+        key = str(normal_id(task_id))
         out.append(HarnessVerdict(f"{key}#{seen[key]}", passed))
         seen[key] += 1
     if problems:
@@ -150,7 +161,7 @@ def _evalplus(path: Path, text: str) -> list[HarnessVerdict]:
             status = run.get("base_status") if isinstance(run, dict) else None
             if not isinstance(status, str):
                 raise BadInput([f"{path}: eval.{task_id}[{n}]: no base_status"])
-            out.append(HarnessVerdict(f"{task_id}#{n}", status == "pass"))
+            out.append(HarnessVerdict(f"{normal_id(task_id)}#{n}", status == "pass"))
     return out
 
 

@@ -33,6 +33,7 @@ from gradebox.benchmarks.records import Draft, Skipped
 from gradebox.benchmarks.source import Row, read_rows
 from gradebox.benchmarks.unpickle import UnsafePickle, decode_compressed
 from gradebox.errors import BadInput
+from gradebox.pipeline.gate import DEFAULT_BANNED
 from sandbox.types import HiddenCase, PublicTask
 
 __all__ = ["read_apps", "read_livecodebench"]
@@ -132,7 +133,13 @@ def _draft(task: str, fn: str, spec: str, row: Row, cases: list[HiddenCase]) -> 
         task_id=task,
         fn=fn,
         entry=fn,
-        public=PublicTask(fn=fn, spec=spec, helpers_allowed=True),
+        public=PublicTask(
+            fn=fn,
+            spec=spec,
+            helpers_allowed=True,
+            # Fast-input templates of competitive programming import os (os.read(0, ...)).
+            banned_imports=tuple(m for m in DEFAULT_BANNED if m != "os"),
+        ),
         reference=_reference(row.data.get("solutions")),
         stdio=tuple(cases),
     )

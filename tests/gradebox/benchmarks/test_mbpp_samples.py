@@ -193,6 +193,27 @@ def test_evalplus_solutions_and_results(humaneval: Path, tmp_path: Path, grade) 
     assert report["agreement"]["both_fail"] == 1
 
 
+def test_evalplus_mbpp_ids_match_the_imported_tasks(tmp_path: Path, grade) -> None:
+    tasks = tmp_path / "mbpp"
+    _run("mbpp", str(MBPP / "mbpp.jsonl"), "--out", str(tasks))
+    samples = tmp_path / "samples.jsonl"
+    good = "def drop_char(s, ch):\n    return s.replace(ch, '')\n"
+    samples.write_text(json.dumps({"task_id": "Mbpp/901", "solution": good}) + "\n")
+    results = tmp_path / "eval_results.json"
+    run = {"task_id": "Mbpp/901", "solution": good, "base_status": "pass", "plus_status": None}
+    results.write_text(json.dumps({"eval": {"Mbpp/901": [run]}}))
+    out = tmp_path / "run"
+    _run("samples", str(samples), "--tasks", str(tasks), "--out", str(out))
+    rows = grade(tasks / "hidden.jsonl", out / "samples.jsonl", tasks / "public.jsonl")
+    ours = tmp_path / "results.jsonl"
+    ours.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = _run(
+        "samples", str(samples), "--tasks", str(tasks), "--out", str(out),
+        "--harness-results", str(results), "--results", str(ours),
+    )  # fmt: skip
+    assert report["agreement"]["both_pass"] == 1 and report["agreement"]["missing"] == []
+
+
 def test_samples_with_unknown_tasks_are_bad_input(humaneval: Path, tmp_path: Path) -> None:
     samples = tmp_path / "s.jsonl"
     samples.write_text(
