@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from contextlib import ExitStack
@@ -35,7 +36,13 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="SQLite file with tasks, runs, results and token hashes (created if missing).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="TCP port to listen on (0: any free port).",
+)
 @click.option(
     "--workers",
     "-j",
@@ -227,7 +234,8 @@ _DB = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--judge-concurrency",
     type=click.IntRange(1, 256),
-    help="Judge requests in flight at once (default: the judge's own, 4).",
+    help="Judgements in flight at once, wait and defer together (default: the judge's own, "
+    "8); they share one reply cache.",
 )
 @click.option(
     "--judge-backlog",
@@ -253,6 +261,12 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     help="json: one object a line with time, level, logger, message and the request id "
     "(also sent back as the X-Request-ID header); text: the same for a terminal.",
 )
+@click.option(
+    "--scheduler",
+    metavar="local:N|tcp://HOST:PORT",
+    help="Run hidden cases on a Dask cluster (as grade --scheduler); --workers becomes the "
+    "cluster's sandbox slots. SQLite stays the durable queue.",
+)
 @exit_codes
 def serve(**o: Any) -> None:
     """Run the grading service: an HTTP API over the sandbox, with durable runs.
@@ -276,6 +290,16 @@ def serve(**o: Any) -> None:
     GRADEBOX_JUDGE_API_KEY and GRADEBOX_JUDGE_MODEL (or OPENAI_BASE_URL,
     OPENAI_API_KEY): a client can neither set nor read them. Without them the
     judge is off and a request asking for it is 422.
+
+    Rubrics are data: PUT /v1/rubrics/{name} (admin) stores a rubric file's
+    text after the same checks as rubric files; a task names its rubric.
+    POST /v1/grades/{id}/feedback (and per sample of a run) records whether a
+    suggestion was accepted; GET /v1/stats gives acceptance rates by verdict,
+    judge verdict and static effect with Wilson 95% intervals. Admins manage
+    tokens at /v1/tokens (expiry, task scope) or with `gradebox token`; a
+    revoked or expired token fails on its next request. A run is graded against
+    the task revisions of its submission. Logs are JSON lines with a request id
+    (sent back as X-Request-ID).
 
     What a grader token sees of a task's hidden cases is the task's disclosure,
     set by the admin in PUT /v1/tasks/{fn}: "cases" (per-case outcomes), "counts"
@@ -301,7 +325,14 @@ def serve(**o: Any) -> None:
         judge = _judge(o, stack)
         if o["admin_token"]:
             _print_admin_token(config.db)
-        app = create_app(config, judge=judge)
+        sandbox = None
+        if o["scheduler"]:  # hidden cases run on a Dask cluster: gradebox/cluster/serve.py
+            from gradebox.cluster.serve import open_service_cluster  # noqa: PLC0415 - Dask
+
+            sandbox = open_service_cluster(o["scheduler"], config)
+            stack.callback(sandbox.close)
+            config = dataclasses.replace(config, workers=sandbox.slots)
+        app = create_app(config, judge=judge, sandbox=sandbox)
         uvicorn.run(
             app,
             host=o["host"],

@@ -29,3 +29,15 @@ def test_every_shared_limit_and_lane_option_arrives():
     assert (lim.case_timeout_s, lim.candidate_timeout_s, lim.memory_mb) == (0.5, 3.0, 256)
     assert lim.tree_limits is False
     assert cfg.static_sessions == 0
+
+
+def test_every_option_is_described_in_help():
+    undocumented = [p.name for p in serve.params if not p.hidden and not getattr(p, "help", None)]
+    assert undocumented == []
+
+
+def test_judge_backlog_and_log_format_arrive():
+    cfg = _parsed("--judge-backlog", "7")
+    assert cfg.judge_backlog == 7
+    ctx = serve.make_context("serve", ["--log-format", "text"])
+    assert ctx.params["log_format"] == "text"
