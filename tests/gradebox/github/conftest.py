@@ -15,6 +15,7 @@ from gradebox.patches.tamper import TamperHit
 from static.differential import Tagged
 from static.findings import Finding
 
+from ..patches.conftest import env_cache  # noqa: F401 - the session's environment cache
 from .fakegithub import FakeGitHub, Identity
 
 TOKEN = "ghs_s3cr3tT0kenNeverToBeSeen0123456789"  # noqa: S105 - a canary, not a secret
