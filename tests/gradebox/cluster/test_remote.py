@@ -7,11 +7,15 @@ process, find expected values on a worker, or grade an isolated run unisolated.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
@@ -200,3 +204,85 @@ def test_a_coordinator_killed_mid_run_resumes_from_its_run_dir(cluster, tmp_path
     assert sorted(r["id"] for r in final) == [f"s{i:02d}" for i in range(10)]
     assert [r["id"] for r in rows(out)] == [f"s{i:02d}" for i in range(10)]
     assert all(r["verdict"] == "pass" for r in final)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _gradebox(*args: str) -> str:
+    res = subprocess.run(
+        [GRADEBOX, *args], capture_output=True, text=True, timeout=60, env=clean_env(), check=True
+    )
+    return res.stdout
+
+
+def test_serve_grades_on_the_cluster_with_sqlite_as_its_queue(cluster, tmp_path):
+    db, port = tmp_path / "gradebox.sqlite", _free_port()
+    admin = _gradebox("token", "create", "--role", "admin", "--db", str(db)).strip()
+    grader = _gradebox("token", "create", "--role", "grader", "--db", str(db)).strip()
+    before = _batches(cluster)
+    argv = [GRADEBOX, "serve", "--db", str(db), "--port", str(port), "--no-judge"]
+    serve = subprocess.Popen(
+        [*argv, "--static-sessions", "0", "--scheduler", cluster.address],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while _status(f"{base}/readyz") != 200:
+            assert serve.poll() is None, serve.stderr.read() if serve.stderr else ""
+            assert time.monotonic() < deadline, "the service never became ready"
+            time.sleep(0.2)
+        task = {
+            "public": {"spec": "Return True if n is even."},
+            "hidden": [{"args": [2], "expect": True}, {"args": [7], "expect": False}],
+            "disclosure": "cases",
+        }
+        assert _call("PUT", f"{base}/v1/tasks/is_even", admin, task)[0] in (200, 201)
+        code = "def is_even(n):\n    return n % 2 == 0\n"
+        status, row = _call(
+            "POST", f"{base}/v1/grade", grader, {"id": "s1", "fn": "is_even", "code": code}
+        )
+        assert status == 200, row
+        assert (row["verdict"], row["outcomes"]) == ("pass", ["ok", "ok"])
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=60)
+    assert _batches(cluster) > before  # the sample ran on a worker, not in the service
+
+
+def _batches(cluster) -> int:
+    logs = cluster.client.run(
+        lambda dask_worker: len(
+            {str(e[0]) for e in dask_worker.state.log if str(e[0]).startswith("gradebox-batch-")}
+        )
+    )
+    return sum(logs.values())
+
+
+def _status(url: str) -> int:
+    try:
+        return int(urllib.request.urlopen(url, timeout=5).status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return 0
+
+
+def _call(method: str, url: str, token: str, body: object) -> tuple[int, dict[str, object]]:
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return int(resp.status), json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read() or b"{}")
