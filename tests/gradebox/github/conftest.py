@@ -18,8 +18,8 @@ from static.findings import Finding
 from ..patches.conftest import env_cache  # noqa: F401 - the session's environment cache
 from .fakegithub import FakeGitHub, Identity
 
-TOKEN = "ghs_s3cr3tT0kenNeverToBeSeen0123456789"  # noqa: S105 - a canary, not a secret
-OTHER = "ghs_otherUserToken"  # noqa: S105
+TOKEN = "ghs_s3cr3tT0kenNeverToBeSeen0123456789"
+OTHER = "ghs_otherUserToken"
 SHA = "a" * 40
 PR = 7
 FAST = ClientOptions(attempts=4, max_wait_s=5, backoff_s=0.01, timeout_s=5)
@@ -39,15 +39,22 @@ def ctx(fake: FakeGitHub, tmp_path: Path) -> GitHubContext:
     return make_ctx(fake, tmp_path)
 
 
-def make_ctx(fake: FakeGitHub, tmp_path: Path, *, token: str = TOKEN, pr: int | None = PR) -> GitHubContext:
+def make_ctx(
+    fake: FakeGitHub, tmp_path: Path, *, token: str = TOKEN, pr: int | None = PR
+) -> GitHubContext:
     event = tmp_path / "event.json"
-    payload = {"pull_request": {"number": pr, "head": {"sha": SHA}, "body": "fix mean"}} if pr else {}
+    payload = (
+        {"pull_request": {"number": pr, "head": {"sha": SHA}, "body": "fix mean"}} if pr else {}
+    )
     event.write_text(json.dumps(payload))
     env = {
-        "GITHUB_API_URL": fake.url, "GITHUB_TOKEN": token, "GITHUB_REPOSITORY": "acme/calc",
-        "GITHUB_EVENT_PATH": str(event), "GITHUB_SHA": "b" * 40,
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_TOKEN": token,
+        "GITHUB_REPOSITORY": "acme/calc",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": "b" * 40,
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-    }  # fmt: skip
+    }
     return GitHubContext.from_env(env)
 
 
@@ -71,14 +78,26 @@ def make_row(
         fail_to_pass={"tests/test_ops.py::test_mean": "F2P"},
         pass_to_pass={test_id: "P2F"},
         by_category={"F2P": ("tests/test_ops.py::test_mean",), "P2F": (test_id,)},
-        quarantined=(), base_runs=1, head_problems=(), head_timed_out=False,
-        head_exit_code=1, collected=3, pass_to_pass_auto=False,
-    )  # fmt: skip
+        quarantined=(),
+        base_runs=1,
+        head_problems=(),
+        head_timed_out=False,
+        head_exit_code=1,
+        collected=3,
+        pass_to_pass_auto=False,
+    )
     static = StaticPart(found, found, "added", "fail")
     return GateRow(
-        id, verdict, "policy:static" if verdict == "fail" else "ok", detail, SHA,  # type: ignore[arg-type]
-        ApplyReport("git_apply"), tests, tamper, static,  # type: ignore[arg-type]
-    )  # fmt: skip
+        id,
+        verdict,
+        "policy:static" if verdict == "fail" else "ok",
+        detail,
+        SHA,  # type: ignore[arg-type]
+        ApplyReport("git_apply"),
+        tests,
+        tamper,
+        static,  # type: ignore[arg-type]
+    )
 
 
 @pytest.fixture

@@ -85,12 +85,17 @@ class FakeGitHub:
         return cid
 
     def writes(self, method: str | None = None, path: str = "") -> list[Seen]:
-        return [s for s in self.seen if s.method != "GET" and (method in (None, s.method))
-                and re.search(path, s.path)]  # fmt: skip
+        return [
+            s
+            for s in self.seen
+            if s.method != "GET" and (method in (None, s.method)) and re.search(path, s.path)
+        ]
 
     # -- request handling (called from the server's threads) --
 
-    def handle(self, method: str, raw_path: str, auth: str | None, body: Any) -> tuple[int, dict[str, str], Any]:
+    def handle(
+        self, method: str, raw_path: str, auth: str | None, body: Any
+    ) -> tuple[int, dict[str, str], Any]:
         import time
 
         parts = urlsplit(raw_path)
@@ -119,8 +124,9 @@ class FakeGitHub:
                 return f
         return None
 
-    def _route(self, method: str, path: str, query: dict[str, list[str]], who: Identity,
-               body: Any) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+    def _route(  # noqa: C901 - one dispatch over the fake endpoints
+        self, method: str, path: str, query: dict[str, list[str]], who: Identity, body: Any
+    ) -> tuple[int, dict[str, str], Any]:
         if method == "GET" and path == "/user":
             if not who.can_ask_user:
                 return 403, {}, {"message": "Resource not accessible by integration"}
@@ -138,7 +144,9 @@ class FakeGitHub:
                 made = {"id": self.new_id(), "user": {"login": who.login}, "body": text}
                 self.comments.setdefault(pr, []).append(made)
                 return 201, {}, made
-        if (m := re.fullmatch(r"/repos/[^/]+/[^/]+/issues/comments/(\d+)", path)) and method == "PATCH":
+        if (
+            m := re.fullmatch(r"/repos/[^/]+/[^/]+/issues/comments/(\d+)", path)
+        ) and method == "PATCH":
             if "pull-requests" not in who.perms:
                 return 403, {}, {"message": "Resource not accessible by integration"}
             for c in (c for cs in self.comments.values() for c in cs):
@@ -154,8 +162,9 @@ class FakeGitHub:
             return self._checks(method, path, query, body)
         return 404, {}, {"message": "Not Found"}
 
-    def _page(self, path: str, query: dict[str, list[str]], items: list[dict[str, Any]]
-              ) -> tuple[int, dict[str, str], Any]:  # fmt: skip
+    def _page(
+        self, path: str, query: dict[str, list[str]], items: list[dict[str, Any]]
+    ) -> tuple[int, dict[str, str], Any]:
         per = min(int(query.get("per_page", ["30"])[0]), self.page_size)
         page = int(query.get("page", ["1"])[0])
         chunk = items[(page - 1) * per : page * per]
@@ -165,12 +174,18 @@ class FakeGitHub:
             headers["Link"] = f'<{base}{path}?per_page={per}&page={page + 1}>; rel="next"'
         return 200, headers, chunk
 
-    def _checks(self, method: str, path: str, query: dict[str, list[str]], body: Any
-                ) -> tuple[int, dict[str, str], Any]:  # fmt: skip
-        if method == "GET" and (m := re.fullmatch(r"/repos/[^/]+/[^/]+/commits/([0-9a-f]+)/check-runs", path)):
+    def _checks(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any
+    ) -> tuple[int, dict[str, str], Any]:
+        if method == "GET" and (
+            m := re.fullmatch(r"/repos/[^/]+/[^/]+/commits/([0-9a-f]+)/check-runs", path)
+        ):
             name = query.get("check_name", [None])[0]
-            runs = [r for r in self.check_runs if r["head_sha"] == m.group(1)
-                    and name in (None, r["name"])]  # fmt: skip
+            runs = [
+                r
+                for r in self.check_runs
+                if r["head_sha"] == m.group(1) and name in (None, r["name"])
+            ]
             return 200, {}, {"total_count": len(runs), "check_runs": runs}
         problem = _check_output(body.get("output"))
         if problem:
@@ -178,10 +193,21 @@ class FakeGitHub:
         if method == "POST" and path.endswith("/check-runs"):
             if not re.fullmatch(r"[0-9a-f]{40}", str(body.get("head_sha"))) or not body.get("name"):
                 return 422, {}, {"message": "name and head_sha are required"}
-            if body.get("conclusion") not in ("success", "failure", "neutral", "cancelled",
-                                              "skipped", "timed_out", "action_required"):  # fmt: skip
+            if body.get("conclusion") not in (
+                "success",
+                "failure",
+                "neutral",
+                "cancelled",
+                "skipped",
+                "timed_out",
+                "action_required",
+            ):
                 return 422, {}, {"message": "bad conclusion"}
-            run = {"id": self.new_id(), **body, "annotations": list(body["output"].get("annotations", []))}
+            run = {
+                "id": self.new_id(),
+                **body,
+                "annotations": list(body["output"].get("annotations", [])),
+            }
             self.check_runs.append(run)
             return 201, {}, {k: v for k, v in run.items() if k != "annotations"}
         if method == "PATCH" and (m := re.fullmatch(r"/repos/[^/]+/[^/]+/check-runs/(\d+)", path)):

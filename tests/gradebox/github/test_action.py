@@ -15,7 +15,7 @@ import yaml
 from gradebox.github.action import INPUTS
 from gradebox.github.render import MARKER
 
-from ..patches.conftest import git, make_repo
+from ..patches.conftest import make_repo
 from .conftest import PR, TOKEN
 from .fakegithub import FakeGitHub, Identity
 
@@ -51,10 +51,19 @@ F2P = {"fail-to-pass": "tests/test_ops.py::test_mean"}  # the canary decides thr
 
 def _event(tmp: Path, base: str, head: str, body: str) -> Path:
     path = tmp / f"event-{head[:7]}.json"
-    path.write_text(json.dumps({"pull_request": {
-        "number": PR, "title": "Fix mean", "body": body,
-        "base": {"sha": base}, "head": {"sha": head},
-    }}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "pull_request": {
+                    "number": PR,
+                    "title": "Fix mean",
+                    "body": body,
+                    "base": {"sha": base},
+                    "head": {"sha": head},
+                }
+            }
+        )
+    )
     return path
 
 
@@ -62,17 +71,29 @@ def _run(fake, repo_path: Path, event: Path, tmp: Path, env_cache: Path, **input
     out = tmp / "github_output"
     out.write_text("")
     env = {
-        "PATH": os.environ["PATH"], "HOME": str(tmp),
-        "GITHUB_ACTIONS": "true", "GITHUB_API_URL": fake.url, "GITHUB_TOKEN": TOKEN,
-        "GITHUB_REPOSITORY": "acme/calc", "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_SHA": "b" * 40, "GITHUB_WORKSPACE": str(repo_path),
-        "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_REPOSITORY": "acme/calc",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": "b" * 40,
+        "GITHUB_WORKSPACE": str(repo_path),
+        "GITHUB_OUTPUT": str(out),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
         "RUNNER_TEMP": str(tmp / "runner"),
         "INPUT_ARGS": f"--env-cache {env_cache} --base-runs 1 --no-static",
         **{INPUTS[k]: v for k, v in inputs.items()},
-    }  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "gradebox.github.action", "--exit-zero"],
-                          env=env, capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradebox.github.action", "--exit-zero"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     return proc, outputs
 
@@ -122,8 +143,14 @@ def test_posting_failures_never_change_the_gates_exit_code(fake, tmp_path, env_c
     proc, outputs = _run(fake, repo.path, event, tmp_path, env_cache)
     assert outputs["exit-code"] == "0", proc.stderr
     assert "pull-requests: read" in proc.stderr and "checks: write" in proc.stderr
-    proc, outputs = _run(fake, repo.path, event, tmp_path, env_cache,
-                         args=f"--env-cache {env_cache} --base-runs 1 --no-static --post-strict")  # fmt: skip
+    proc, outputs = _run(
+        fake,
+        repo.path,
+        event,
+        tmp_path,
+        env_cache,
+        args=f"--env-cache {env_cache} --base-runs 1 --no-static --post-strict",
+    )
     assert outputs["exit-code"] == "2", proc.stderr
     assert TOKEN not in proc.stderr
 
@@ -131,8 +158,13 @@ def test_posting_failures_never_change_the_gates_exit_code(fake, tmp_path, env_c
 def test_no_base_is_a_clear_error(tmp_path):
     out = tmp_path / "o"
     env = {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(out), "RUNNER_TEMP": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "gradebox.github.action"], env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "gradebox.github.action"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2 and "base" in proc.stderr
     assert "exit-code=2" in out.read_text()
 
@@ -146,9 +178,11 @@ def test_action_yml_passes_every_input_the_script_reads():
     for name, var in INPUTS.items():
         if name != "output-dir":
             assert name in action["inputs"], name
-            assert gate["env"][var] == "${{ inputs.%s }}" % name
+            assert gate["env"][var] == "${{ inputs." + name + " }}"
     assert gate["env"]["GITHUB_TOKEN"] == "${{ inputs.token }}"
-    (upload,) = [s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif")]
+    (upload,) = [
+        s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif")
+    ]
     assert upload["with"]["category"] == "gradebox/gate"
     assert "always()" in upload["if"]
     last = steps[-1]

@@ -111,10 +111,14 @@ def test_120_findings_go_out_as_3_annotation_requests(fake, ctx):
     assert {a["annotation_level"] for a in run["annotations"]} == {"failure"}
 
 
-@pytest.mark.parametrize(("verdicts", "expected"), [
-    (["pass"], "success"), (["pass", "needs_review"], "neutral"),
-    (["needs_review", "fail"], "failure"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("verdicts", "expected"),
+    [
+        (["pass"], "success"),
+        (["pass", "needs_review"], "neutral"),
+        (["needs_review", "fail"], "failure"),
+    ],
+)
 def test_conclusions(fake, ctx, verdicts, expected):
     rows = [make_row(id=f"g{i}", verdict=v, n_findings=0) for i, v in enumerate(verdicts)]
     post(rows, ctx, FAST)
@@ -188,8 +192,11 @@ def test_a_rate_limit_reply_waits_as_told(fake, ctx):
 def test_a_primary_rate_limit_waits_until_the_reset(fake, ctx):
     reset = str(int(time.time()) + 1)
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": reset}
-    fake.faults.append(Fault("GET", r"/comments$", 403, headers=headers,
-                             body={"message": "API rate limit exceeded"}))  # fmt: skip
+    fake.faults.append(
+        Fault(
+            "GET", r"/comments$", 403, headers=headers, body={"message": "API rate limit exceeded"}
+        )
+    )
     report = post([make_row()], ctx, FAST)
     assert report.ok, report.lines()
     listing = [s for s in fake.seen if s.method == "GET" and s.path.endswith("/comments")]
@@ -246,8 +253,12 @@ def test_the_token_is_nowhere(fake, tmp_path, caplog):
 def test_http_elsewhere_than_loopback_is_refused_before_any_request(tmp_path):
     from gradebox.github import GitHubContext, NoContext
 
-    env = {"GITHUB_API_URL": "http://api.example.com", "GITHUB_TOKEN": TOKEN,
-           "GITHUB_REPOSITORY": "acme/calc", "GITHUB_SHA": SHA}  # fmt: skip
+    env = {
+        "GITHUB_API_URL": "http://api.example.com",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_REPOSITORY": "acme/calc",
+        "GITHUB_SHA": SHA,
+    }
     with pytest.raises(NoContext, match="https"):
         GitHubContext.from_env(env)
     with pytest.raises(NoContext, match="GITHUB_TOKEN"):
@@ -256,8 +267,14 @@ def test_http_elsewhere_than_loopback_is_refused_before_any_request(tmp_path):
 
 def test_a_client_call_maps_403_to_missing_permission(fake, ctx):
     fake.tokens[TOKEN].perms = set()
-    with GitHubClient(ctx, ClientOptions(backoff_s=0.01)) as client:
-        with pytest.raises(MissingPermission) as info:
-            client.call("POST", f"repos/acme/calc/issues/{PR}/comments", need="pull-requests: write",
-                        json={"body": "x"})  # fmt: skip
+    with (
+        GitHubClient(ctx, ClientOptions(backoff_s=0.01)) as client,
+        pytest.raises(MissingPermission) as info,
+    ):
+        client.call(
+            "POST",
+            f"repos/acme/calc/issues/{PR}/comments",
+            need="pull-requests: write",
+            json={"body": "x"},
+        )
     assert info.value.status == 403 and "pull-requests: write" in str(info.value)

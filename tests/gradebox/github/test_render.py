@@ -47,8 +47,18 @@ def test_untrusted_text_stays_inside_code_spans(payload):
     body = comment_body([row], commit="c" * 40)
     assert body.startswith(MARKER + "\n") and is_ours(body)
     rest = _outside_code(body.split("\n", 1)[1])
-    for needle in ("evil", "octocat", "<img", "<script", "</details", "<!--", "alert", "# A heading",
-                   "bold", "\u202e"):  # fmt: skip
+    for needle in (
+        "evil",
+        "octocat",
+        "<img",
+        "<script",
+        "</details",
+        "<!--",
+        "alert",
+        "# A heading",
+        "bold",
+        "\u202e",
+    ):
         assert needle not in rest, (needle, rest)
     html = MarkdownIt("commonmark").render(body)
     assert "<a " not in html and "<img" not in html and "<script" not in html
@@ -79,13 +89,17 @@ def test_a_marker_only_counts_as_the_first_line():
 
 
 def test_annotations_are_on_changed_lines_only_and_bounded():
-    tamper = (TamperHit("calc/ops.py", 9, "T004", "calls os._exit"),
-              TamperHit("../outside.py", 1, "T001", "x"))  # fmt: skip
+    tamper = (
+        TamperHit("calc/ops.py", 9, "T004", "calls os._exit"),
+        TamperHit("../outside.py", 1, "T001", "x"),
+    )
     row = make_row(n_findings=2, message="m" * 5000, tamper=tamper)
     notes = line_annotations([row])
     assert [(a.path, a.line, a.level) for a in notes] == [
-        ("calc/ops.py", 1, "failure"), ("calc/ops.py", 2, "failure"), ("calc/ops.py", 9, "warning"),
-    ]  # fmt: skip
+        ("calc/ops.py", 1, "failure"),
+        ("calc/ops.py", 2, "failure"),
+        ("calc/ops.py", 9, "warning"),
+    ]
     assert all(len(a.message) <= 1000 for a in notes)
 
 
