@@ -143,6 +143,11 @@ class Judge:
             )
         self._fingerprints: dict[str, int] = {}
 
+    @property
+    def model(self) -> str:
+        """The model this judge asks (as configured)."""
+        return self._config.model
+
     # -- capabilities ------------------------------------------------------------------------
 
     @property

@@ -18,10 +18,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from judge.types import IntentVerdict, JudgeResult, Repeat, Tokens
+from judge.types import IntentVerdict, JudgeResult, PanelVote, Repeat, Tokens
 from rubrics import Rubric
 
-__all__ = ["combine"]
+__all__ = ["combine", "combine_panel"]
 
 
 def combine(results: Sequence[JudgeResult], rubric: Rubric) -> JudgeResult:
@@ -91,3 +91,29 @@ def _tokens(results: Sequence[JudgeResult]) -> Tokens | None:
     if not used:
         return None
     return Tokens(sum(t.prompt for t in used), sum(t.completion for t in used))
+
+
+def combine_panel(votes: Sequence[tuple[str, JudgeResult]], rubric: Rubric) -> JudgeResult:
+    """The majority of a panel: one result per model (each possibly a repeat's majority).
+
+    The verdict and scores are chosen as :func:`combine` chooses them; the result
+    carries :attr:`~judge.types.JudgeResult.panel` (each model's vote) instead of a
+    repeat record, and a split (:attr:`~judge.types.JudgeResult.split`) is unscored.
+
+    Args:
+        votes: ``(model, result)`` per panel member, in panel order.
+        rubric: The rubric they were scored by.
+
+    Returns:
+        One result; its ``model`` lists the members (``a,b,c``).
+    """
+    merged = combine([r for _, r in votes], rubric)
+    panel = tuple(
+        PanelVote(model, r.status, r.verdict if r.status == "scored" else None, _flipped(r))
+        for model, r in votes
+    )
+    return replace(merged, repeat=None, panel=panel, model=",".join(m for m, _ in votes))
+
+
+def _flipped(result: JudgeResult) -> bool:
+    return result.repeat is not None and result.repeat.flipped

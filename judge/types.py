@@ -18,6 +18,7 @@ __all__ = [
     "JudgeItem",
     "JudgeResult",
     "JudgeStatus",
+    "PanelVote",
     "ProbeCheck",
     "ReasonCode",
     "Repeat",
@@ -223,6 +224,42 @@ class Repeat:
 
 
 @dataclass(frozen=True, slots=True)
+class PanelVote:
+    """One model's judgement in a panel (``--judge-model a,b,c``)."""
+
+    model: str
+    """The model asked (as configured)."""
+    status: JudgeStatus
+    """Its judgement's status."""
+    verdict: IntentVerdict | None
+    """Its verdict, when scored with one."""
+    flipped: bool = False
+    """Its own repeats flipped (``--judge-repeat``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the row's ``judge.panel``."""
+        return {
+            "model": self.model,
+            "status": self.status,
+            "verdict": self.verdict,
+            "flipped": self.flipped,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> PanelVote:
+        """Inverse of :meth:`to_json`; raises ``ValueError`` for anything else."""
+        if type(value) is not dict or type(value.get("flipped")) is not bool:
+            raise ValueError("a panel entry is not an object with a boolean 'flipped'")
+        verdict = value["verdict"]
+        return cls(
+            model=_str(value["model"]),
+            status=_word(value["status"], _STATUSES),
+            verdict=None if verdict is None else _word(verdict, _VERDICTS),
+            flipped=value["flipped"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeCheck:
     """The judge asked again about a rewrite of the candidate (``--judge-probes``)."""
 
@@ -308,6 +345,10 @@ class JudgeResult:
     invariance: tuple[ProbeCheck, ...] = ()
     """With ``--judge-probes``: the verdict on each rewrite of the candidate (no
     ``invariance`` key on the row without probes)."""
+    panel: tuple[PanelVote, ...] = ()
+    """With a panel (``--judge-model a,b,c``): each model's vote; the result is their
+    majority, and a split sends a passing sample to ``needs_review`` (no ``panel`` key
+    on the row with one model)."""
 
     @property
     def mismatch(self) -> bool:
@@ -316,8 +357,18 @@ class JudgeResult:
 
     @property
     def unscored(self) -> bool:
-        """A reply came but broke protocol, or repeats flipped: a human must look."""
-        return self.status == "needs_review" or (self.repeat is not None and self.repeat.flipped)
+        """A reply came but broke protocol, repeats flipped or a panel split: a human must look."""
+        return (
+            self.status == "needs_review"
+            or (self.repeat is not None and self.repeat.flipped)
+            or self.split
+        )
+
+    @property
+    def split(self) -> bool:
+        """The panel's scored members disagree on the verdict, or one of them flipped."""
+        verdicts = {v.verdict for v in self.panel if v.status == "scored" and v.verdict}
+        return len(verdicts) > 1 or any(v.flipped for v in self.panel)
 
     @classmethod
     def skipped(cls, reason_code: ReasonCode, reason: str) -> JudgeResult:
@@ -361,6 +412,8 @@ class JudgeResult:
             row["repeat"] = self.repeat.to_json()
         if self.invariance:
             row["invariance"] = [check.to_json() for check in self.invariance]
+        if self.panel:
+            row["panel"] = [vote.to_json() for vote in self.panel]
         return row
 
     @classmethod
@@ -422,6 +475,7 @@ class JudgeResult:
                 key=_str(row["key"]),
                 repeat=Repeat.from_json(row["repeat"]) if "repeat" in row else None,
                 invariance=tuple(ProbeCheck.from_json(c) for c in _list(row.get("invariance", []))),
+                panel=tuple(PanelVote.from_json(v) for v in _list(row.get("panel", []))),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a judge row: {exc!r}") from exc

@@ -150,7 +150,12 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     "--sarif", type=_PATH, help="Write every static finding here as SARIF 2.1.0 at the end."
 )
 @click.option("--no-judge", is_flag=True, help="Skip the LLM judge (rows get judge: null).")
-@click.option("--judge-model", metavar="NAME", help="Judge model (default: $GRADEBOX_JUDGE_MODEL).")
+@click.option(
+    "--judge-model",
+    metavar="NAME",
+    help="Judge model (default: $GRADEBOX_JUDGE_MODEL); a,b,c is a panel: each sample judged "
+    "by every model, the majority kept, a split sends a pass to needs_review.",
+)
 @click.option(
     "--judge-rubric",
     metavar="NAME",

@@ -24,12 +24,14 @@ __all__ = [
     "MIN_ITEMS",
     "Agreement",
     "FlipRates",
+    "PanelMember",
     "ProbeFlips",
     "Rate",
     "TestsAgreement",
     "agreement",
     "flip_rates",
     "invariance",
+    "panel",
     "rate",
     "versus_tests",
 ]
@@ -326,3 +328,59 @@ def invariance(rows: Iterable[Mapping[str, Any]]) -> dict[str, ProbeFlips]:
         if r is not None:
             found[probe] = ProbeFlips(probe, r, tuple(flipped.get(probe, ())))
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class PanelMember:
+    """One model of a panel (``--judge-model a,b,c``) over the run."""
+
+    model: str
+    """The model."""
+    with_majority: Rate | None
+    """Its verdict equal to the panel's, of the items it scored with a verdict."""
+    versus_tests: Agreement
+    """Its own verdicts against the hidden tests (kappa and pi with intervals)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """One entry of the summary's ``judge.panel``."""
+        agree = self.with_majority
+        return {
+            "with_majority": None if agree is None else agree.to_json(),
+            "versus_tests": self.versus_tests.to_json(),
+        }
+
+
+def panel(rows: Iterable[Mapping[str, Any]]) -> dict[str, PanelMember]:
+    """Per-model agreement of a panel: with the panel's majority, and with the tests.
+
+    Args:
+        rows: results.jsonl rows.
+
+    Returns:
+        Model to its figures; empty when no row was judged by a panel.
+    """
+    majority: dict[str, list[int]] = {}
+    tests: dict[str, list[tuple[str, str]]] = {}
+    for row in rows:
+        judge = _judge(row)
+        votes = judge.get("panel") if judge is not None else None
+        if judge is None or not isinstance(votes, list):
+            continue
+        passed = "match" if _tests_passed(row) else "mismatch"
+        for vote in votes:
+            if not isinstance(vote, Mapping) or vote.get("verdict") not in ("match", "mismatch"):
+                continue
+            model = str(vote.get("model"))
+            tally = majority.setdefault(model, [0, 0])
+            if judge.get("verdict") in ("match", "mismatch"):
+                tally[0] += vote["verdict"] == judge["verdict"]
+                tally[1] += 1
+            tests.setdefault(model, []).append((str(vote["verdict"]), passed))
+    return {
+        model: PanelMember(
+            model,
+            rate(*majority.get(model, [0, 0])),
+            agreement(tests.get(model, []), ("match", "mismatch")),
+        )
+        for model in dict.fromkeys([*majority, *tests])
+    }

@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from gradebox.errors import BadInput, SetupError
 from gradebox.pipeline.core import Annotation, Graded
 from judge import Judge, JudgeConfig, JudgeConfigError, JudgeItem, JudgeNotConfigured, JudgeResult
 from judge.invariance import variants
+from judge.repeat import combine_panel
 from judge.types import InvarianceProbe, ProbeCheck
 from rubrics import RubricError
 
@@ -52,6 +54,7 @@ class JudgeStage:
         rubric: str | None = None,
         config: JudgeConfig | None = None,
         probes: bool = False,
+        panel: Sequence[Judge] = (),
     ) -> None:
         """Set up the stage.
 
@@ -60,11 +63,16 @@ class JudgeStage:
             rubric: A rubric for every task, instead of each task's own.
             config: The configuration ``judge`` was built from (endpoint and model used).
             probes: Also judge each candidate's invariance rewrites (``--judge-probes``).
+            panel: More judges, one per further model (``--judge-model a,b,c``): every
+                item is judged by each and the row holds the majority; closed by
+                :meth:`close` too.
         """
         self.judge = judge
         self.rubric = rubric
         self.config = config
         self.probes = probes
+        self.members: list[tuple[str, Judge]] = [(judge.model, judge)]
+        self.members += [(j.model, j) for j in panel]
 
     @property
     def base_url(self) -> str | None:
@@ -73,7 +81,9 @@ class JudgeStage:
 
     @property
     def model(self) -> str | None:
-        """The model used (from ``--judge-model`` or the environment)."""
+        """The model used (from ``--judge-model`` or the environment); ``a,b,c`` for a panel."""
+        if len(self.members) > 1:
+            return ",".join(m for m, _ in self.members)
         return self.config.model if self.config else None
 
     def endpoint_record(self) -> dict[str, Any]:
@@ -83,8 +93,14 @@ class JudgeStage:
         skipped); ``fingerprint_changed`` is true when fresh replies carried more
         than one ``system_fingerprint`` (the backend changed within the run).
         """
-        report = self.judge.probe_report
-        seen = self.judge.fingerprints_seen()
+        record = self._record(self.judge)
+        if len(self.members) > 1:
+            record["panel"] = {model: self._record(j) for model, j in self.members}
+        return record
+
+    def _record(self, judge: Judge) -> dict[str, Any]:
+        report = judge.probe_report
+        seen = judge.fingerprints_seen()
         repeat = None
         if report is not None:
             repeat = self.config.repeat if self.config and self.config.repeat else None
@@ -140,7 +156,7 @@ class JudgeStage:
                         it, sample_id=f"{it.sample_id}#{probe}", code=code
                     )
                     rewrites.append((index, probe, rewrite))
-        answers = self.judge.judge_many([*asked, *(r for _, _, r in rewrites)])
+        answers = self._judge_all([*asked, *(r for _, _, r in rewrites)])
         base = answers[: len(asked)]
         checks: dict[int, list[ProbeCheck]] = {}
         for (index, probe, _), result in zip(rewrites, answers[len(asked) :], strict=True):
@@ -155,9 +171,24 @@ class JudgeStage:
         result = JudgeResult(status="unavailable", reason_code="endpoint_error", reason=message)
         return [_note(result)] * len(items)
 
+    def _judge_all(self, items: list[JudgeItem]) -> list[JudgeResult]:
+        """Judge ``items`` with the one judge, or with every panel member (side by side)."""
+        if len(self.members) == 1:
+            return self.judge.judge_many(items)
+        with ThreadPoolExecutor(len(self.members), thread_name_prefix="gradebox-panel") as pool:
+            per_model = list(pool.map(lambda member: member[1].judge_many(items), self.members))
+        return [
+            combine_panel(
+                [(model, per_model[k][i]) for k, (model, _) in enumerate(self.members)],
+                self.judge.rubric(item.rubric_name),
+            )
+            for i, item in enumerate(items)
+        ]
+
     def close(self) -> None:
-        """Close the judge (its cache and client)."""
-        self.judge.close()
+        """Close the judges (their caches and clients)."""
+        for _, judge in self.members:
+            judge.close()
 
 
 class SkippedJudge:
@@ -235,7 +266,8 @@ def open_judge_stage(
     Args:
         environ: The environment (``GRADEBOX_JUDGE_*``, ``OPENAI_*``), read here only.
         rubric_names: The rubrics the tasks name (ignored when ``rubric`` is given).
-        model: Overrides ``GRADEBOX_JUDGE_MODEL``.
+        model: Overrides ``GRADEBOX_JUDGE_MODEL``; ``a,b,c`` (either way) is a panel:
+            every item judged by each model, the majority kept, a split ``needs_review``.
         rubric: One rubric for every task.
         cache_path: The reply cache; ``None`` for :func:`default_cache_path`.
         no_cache: Neither read nor write the cache.
@@ -255,6 +287,11 @@ def open_judge_stage(
         BadInput: A rubric is missing or invalid.
     """
     env = {**environ, "GRADEBOX_JUDGE_MODEL": model} if model else environ
+    models = [m.strip() for m in (env.get("GRADEBOX_JUDGE_MODEL") or "").split(",") if m.strip()]
+    if len(models) > 1:
+        env = {**env, "GRADEBOX_JUDGE_MODEL": models[0]}
+        if len(set(models)) != len(models):
+            raise SetupError(f"judge: the panel names a model twice: {','.join(models)}")
     try:
         config = JudgeConfig.from_env(env)
     except JudgeNotConfigured as exc:
@@ -274,7 +311,8 @@ def open_judge_stage(
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        stage = JudgeStage(Judge(config), rubric=rubric, config=config, probes=probes)
+        panel = [Judge(dataclasses.replace(config, model=m)) for m in models[1:]]
+        stage = JudgeStage(Judge(config), rubric=rubric, config=config, probes=probes, panel=panel)
     except (JudgeConfigError, OSError) as exc:
         raise SetupError(f"judge: {exc}") from exc
     names = [rubric] if rubric else sorted(set(rubric_names))

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from gradebox.judging import flip_rates, invariance, versus_tests
+from gradebox.judging import flip_rates, invariance, panel, versus_tests
 
 __all__ = ["format_summary", "summarize"]
 
@@ -92,6 +92,7 @@ def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "agreement": versus_tests(rows).to_json(),
         "flips": None if flips is None else flips.to_json(),
         "invariance": {probe: f.to_json() for probe, f in invariance(rows).items()},
+        "panel": {model: m.to_json() for model, m in panel(rows).items()},
         "fingerprints": dict(fresh),
     }
 
@@ -145,6 +146,12 @@ def _stage_lines(s: dict[str, Any]) -> list[str]:
         flips = j.get("flips")
         if flips:
             lines.append("  judge repeats: " + _flip_line(flips))
+        for model, m in (j.get("panel") or {}).items():
+            agree, versus = m["with_majority"], m["versus_tests"]
+            line = f"  judge panel {model}: "
+            if agree:
+                line += f"with the majority {agree['k']}/{agree['n']}, "
+            lines.append(line + f"vs tests kappa {_ci(versus['kappa'], versus['kappa_ci'])}")
         for probe, f in (j.get("invariance") or {}).items():
             shown = ", ".join(f["flipped"][:5]) + (" ..." if len(f["flipped"]) > 5 else "")
             lines.append(

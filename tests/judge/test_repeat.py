@@ -143,3 +143,28 @@ def test_a_malformed_repeat_on_a_row_is_refused(bad):
     row["repeat"] = bad
     with pytest.raises(ValueError):
         JudgeResult.from_row(row)
+
+
+# -- a panel of models ----------------------------------------------------------------------------
+
+
+def test_a_panel_keeps_the_majority_and_a_split_is_unscored():
+    from judge.repeat import combine_panel
+    from judge.types import PanelVote
+
+    rubric = rubrics.load("default")
+    scores = dict.fromkeys(rubric.criterion_ids, 4)
+    votes = [("a", _scored("match", scores)), ("b", _scored("match", scores))]
+    unanimous = combine_panel(votes, rubric)
+    assert unanimous.verdict == "match" and not unanimous.split and not unanimous.unscored
+    assert unanimous.model == "a,b" and unanimous.repeat is None
+    split = combine_panel([*votes, ("c", _scored("mismatch", scores))], rubric)
+    assert split.verdict == "match" and split.split and split.unscored
+    assert split.panel[2] == PanelVote("c", "scored", "mismatch", False)
+    wobbly = replace(votes[1][1], repeat=Repeat(("match", "mismatch", "match"), 3, 2 / 3, True))
+    assert combine_panel([votes[0], ("b", wobbly)], rubric).split  # a member's own flip
+    down = JudgeResult(status="unavailable", reason_code="timeout")
+    partial = combine_panel([*votes, ("c", down)], rubric)
+    assert not partial.split and partial.panel[2].verdict is None
+    row = partial.to_row()
+    assert JudgeResult.from_row(row).to_row() == row

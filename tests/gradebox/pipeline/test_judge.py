@@ -668,3 +668,31 @@ def test_the_injection_probe_catches_a_judge_that_obeys_the_candidate(server, tm
     probes = json.loads(stderr.strip().splitlines()[-1])["judge"]["invariance"]
     assert probes["inject"]["flipped"] == ["wrong"]
     assert rows["wrong"]["verdict"] == "fail"  # and a failing test stays failed
+
+
+def test_a_panel_of_models_votes_and_a_split_needs_review(server, tmp_path):
+    server.reply = lambda body: (200, answer(body, "mismatch" if body["model"] == "c" else "match"))
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    run_dir = tmp_path / "run"
+    argv = [*args, "--no-static", "--no-judge-cache", "--judge-model", "a,b,c", "--json"]
+    rows, stderr = _grade([*argv, "--run-dir", str(run_dir)], _env(server, tmp_path))
+    judge = rows["good"]["judge"]
+    assert judge["model"] == "a,b,c" and judge["verdict"] == "match"
+    assert [(v["model"], v["verdict"]) for v in judge["panel"]] == [
+        ("a", "match"),
+        ("b", "match"),
+        ("c", "mismatch"),
+    ]
+    assert (rows["good"]["verdict"], rows["good"]["reason"]) == ("needs_review", "judge:unscored")
+    assert sorted(b["model"] for b in server.bodies) == ["a", "a", "b", "b", "c", "c"]  # probes too
+    summary = json.loads(stderr.strip().splitlines()[-1])["judge"]["panel"]
+    assert summary["c"]["with_majority"]["k"] == 0 and summary["a"]["with_majority"]["k"] == 1
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert set(manifest["judge"]["endpoint"]["panel"]) == {"a", "b", "c"}
+    assert manifest["judge"]["model"] == "a,b,c"
+
+
+def test_a_panel_naming_a_model_twice_is_refused(server, tmp_path):
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    res = CliRunner().invoke(cli, [*args, "--judge-model", "a,b,a"], env=_env(server, tmp_path))
+    assert res.exit_code == 2 and "names a model twice" in res.output
