@@ -7,7 +7,8 @@ surface, so the grader, the suite preparation and every stage after the
 sandbox run unchanged in this process: extraction and gate before, comparison,
 static layers, judge and verdict after, rows in input order. Only
 :meth:`ClusterSandbox.run` differs: it sends a :class:`~gradebox.cluster.worker.CaseJob`
-to a worker and waits for its result.
+to a worker and waits for its result (samples that wait meanwhile go together, one Dask
+task for up to :data:`MAX_BATCH`).
 
 Faults:
 
@@ -157,12 +158,16 @@ class ClusterSandbox(Sandbox):
         t0 = time.monotonic()
         if self.lost is not None:
             return _infra(cases, self.lost, t0)
+        if self._closed:
+            return _infra(cases, "the cluster sandbox is closed", t0)
         try:
             name = self._taskset(fn, cases)
         except Exception as exc:  # the scheduler refused or went away: ours, not the candidate's
             return self._failed(cases, exc, t0)
         waiter: Future[RunResult] = Future()
         self._waiting.put((CaseJob(name, fn, code, limits or self.limits, self.backend), waiter))
+        if self._closed:  # closed meanwhile: the dispatcher may be gone
+            self._drain()
         try:
             result = waiter.result()
         except Exception as exc:
@@ -181,6 +186,7 @@ class ClusterSandbox(Sandbox):
         while True:
             first = self._waiting.get()
             if first is None:
+                self._drain()
                 return
             self._room.acquire()  # samples queue up meanwhile: they go as one batch
             batch = [first]
@@ -194,6 +200,16 @@ class ClusterSandbox(Sandbox):
                     break
                 batch.append(more)
             self._submit(batch)
+
+    def _drain(self) -> None:
+        """Closed: samples still waiting get an error (their rows say infra_error)."""
+        while True:
+            try:
+                item = self._waiting.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                item[1].set_exception(RuntimeError("the cluster sandbox is closed"))
 
     def _submit(self, batch: list[_Waiting]) -> None:
         try:

@@ -57,3 +57,5 @@ def test_a_local_cluster_speaks_tls_only_with_its_own_certificate():
             assert err.value.code == 404, page
     finally:
         sb.close()
+    after = sb.run("def inc(x):\n    return x + 1\n", "inc", (case,))  # closed: never hangs
+    assert after.infra_error == "the cluster sandbox is closed"
