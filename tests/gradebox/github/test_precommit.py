@@ -16,13 +16,18 @@ ROOT = Path(__file__).resolve().parents[3]
 F2P = ["--fail-to-pass", "tests/test_ops.py::test_mean"]
 
 
-def _hook(repo: Path, env_cache: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def _hook(repo: Path, env_cache: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
     env = {"PATH": os.environ["PATH"], "HOME": str(repo.parent)}
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "gradebox.github.precommit", "--env-cache", str(env_cache), *args],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     return proc, time.monotonic() - t0
 
 
