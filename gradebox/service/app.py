@@ -267,7 +267,7 @@ def _grade_and_store(
     layers: Layers,
 ) -> dict[str, Any]:
     """Grade (in a worker thread), store the row, start a deferred judgement."""
-    outcome: Outcome = grading.grade(sample, layers)
+    outcome: Outcome = grading.grade(sample, layers, owner=owner)
     state.store.put_grade(grade_id, owner, outcome.row)
     if outcome.later is not None:
         outcome.later(lambda row: state.store.update_grade(grade_id, row))

@@ -49,6 +49,7 @@ from gradebox.service.front import FrontFailure, FrontPool
 from gradebox.service.lanes import Lane, Lanes
 from gradebox.service.metrics import Metrics
 from gradebox.service.rows import cap_row, public_infra
+from gradebox.service.static import BATCH_KEY
 from gradebox.service.store import Store
 from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
@@ -125,23 +126,32 @@ class GradingService:
         self._lock = threading.Lock()
 
     def grade(
-        self, sample: Sample, layers: Layers, *, lane: Lane = "sync", revision: int | None = None
+        self,
+        sample: Sample,
+        layers: Layers,
+        *,
+        lane: Lane = "sync",
+        revision: int | None = None,
+        owner: str = "",
     ) -> Outcome:
         """Grade one sample with the layers asked for (an infra row if its task is gone).
 
         ``revision`` is the task revision to grade against (a run's, pinned when it
         was submitted); ``None``: the current one. The row records it as
-        ``task_revision``.
+        ``task_revision``. ``owner`` (the token id) is the static batch key: only
+        samples of one owner are checked in one batch.
         """
         found = self._task(sample.fn, revision)
         if found is None:
             row = self.finish(infra_row(sample, "task is not registered"), "verdict")
             return self._counted(Outcome(row), lane)
-        outcome = self._grade(found, sample, layers, lane)
+        outcome = self._grade(found, sample, layers, lane, owner)
         outcome.row["task_revision"] = found.revision
         return outcome
 
-    def _grade(self, found: _TaskGrader, sample: Sample, layers: Layers, lane: Lane) -> Outcome:
+    def _grade(
+        self, found: _TaskGrader, sample: Sample, layers: Layers, lane: Lane, owner: str
+    ) -> Outcome:
         if lane == "sync":
             with self._lanes.sync():
                 graded = self._tests(found, sample, lane)
@@ -154,7 +164,11 @@ class GradingService:
         notes: dict[str, Annotation] = {}
         if layers.static and self.static is not None and found.static is not None:
             t0 = time.perf_counter()
-            notes["static"] = self.static.annotate(found.static, graded)
+            key = BATCH_KEY.set(owner)
+            try:
+                notes["static"] = self.static.annotate(found.static, graded)
+            finally:
+                BATCH_KEY.reset(key)
             self._metrics.stage("static", lane, time.perf_counter() - t0)
         later = None
         judge = self.judge

@@ -99,12 +99,12 @@ class RunWorker:
             item = self._next()
             if item is None:
                 return
-            run_id, idx, obj = item
-            future = pool.submit(self._grade_one, grading, run_id, idx, obj)
+            owner, run_id, idx, obj = item
+            future = pool.submit(self._grade_one, grading, owner, run_id, idx, obj)
             self._inflight[future] = run_id
             future.add_done_callback(lambda _f: self._wake.set())
 
-    def _next(self) -> tuple[str, int, dict[str, Any]] | None:
+    def _next(self) -> tuple[str, str, int, dict[str, Any]] | None:
         """The next sample to grade: the next token in turn, its oldest run with work left."""
         runs = self._store.unfinished()
         self._cursor = {r: i for r, i in self._cursor.items() if any(r == x for _, x in runs)}
@@ -129,7 +129,7 @@ class RunWorker:
                     _log.info("run %s: grading", run_id)
                 self._cursor[run_id] = item[0]
                 self._last_owner = owner
-                return run_id, item[0], item[1]
+                return owner, run_id, item[0], item[1]
         return None
 
     def _settle(self) -> None:
@@ -145,13 +145,13 @@ class RunWorker:
             _log.info("run %s: done", run_id)
 
     def _grade_one(
-        self, grading: GradingService, run_id: str, idx: int, obj: dict[str, Any]
+        self, grading: GradingService, owner: str, run_id: str, idx: int, obj: dict[str, Any]
     ) -> None:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))
         revision = self._store.run_revision(run_id, sample.fn)  # pinned when submitted
         try:
-            outcome = grading.grade(sample, layers, lane="batch", revision=revision)
+            outcome = grading.grade(sample, layers, lane="batch", revision=revision, owner=owner)
         except Exception as exc:  # a grader bug must not look like a wrong submission
             row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
             outcome = Outcome(row)
