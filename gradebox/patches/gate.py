@@ -120,7 +120,8 @@ def _gate(spec: GateSpec, config: GateConfig, wt: Worktree, judge: Judge | None)
     env = _environment(spec, config, wt)
     hidden = _hidden_patch(spec)
     targets = _targets(spec)
-    base_runs, problem = _base_runs(wt, hidden, env, targets, config)
+    readonly = tuple(dict.fromkeys([*DEFAULT_PROTECT, *patterns]))
+    base_runs, problem = _base_runs(wt, hidden, env, targets, config, readonly)
     if problem is not None:
         return GateRow(spec.id, "needs_review", "infra_error", base=base, infra_error=problem)
     strategy, why = wt.apply(parsed.text)
@@ -139,7 +140,8 @@ def _gate(spec: GateSpec, config: GateConfig, wt: Worktree, judge: Judge | None)
             return GateRow(spec.id, "needs_review", "infra_error", base=base, infra_error=err)
         test_state = "applied"
     report = ApplyReport(strategy, None, touched, stripped, restored, test_state)
-    head = run_suite(wt.path, env, _existing(targets, wt.path), config.limits, collect=True)
+    head = run_suite(wt.path, env, _existing(targets, wt.path), config.limits, collect=True,
+                     readonly=readonly)  # fmt: skip
     tests = _tests(spec, base_runs, head)
     tamper = _tamper(parsed, texts[1], patterns)
     static = None
@@ -210,13 +212,19 @@ def _existing(targets: list[str], tree: Path) -> list[str]:
 
 
 def _base_runs(
-    wt: Worktree, hidden: ParsedPatch | None, env: TestEnv, targets: list[str], config: GateConfig
+    wt: Worktree,
+    hidden: ParsedPatch | None,
+    env: TestEnv,
+    targets: list[str],
+    config: GateConfig,
+    readonly: tuple[str, ...],
 ) -> tuple[list[SuiteRun], str | None]:
     if hidden is not None and wt.apply(hidden.text)[0] is None:
         return [], "the hidden test patch does not apply to base"
     runs = []
     for _ in range(max(1, config.base_runs)):
-        run = run_suite(wt.path, env, _existing(targets, wt.path), config.limits, collect=False)
+        run = run_suite(wt.path, env, _existing(targets, wt.path), config.limits, collect=False,
+                        readonly=readonly)  # fmt: skip
         if not run.reliable:
             return [], "the tests cannot be run at base: " + "; ".join(run.problems)
         runs.append(run)

@@ -4,9 +4,15 @@ A patch that edits the tests can make any suite pass (a lone ``conftest.py``
 whose hook marks every report passed was scored resolved on SWE-bench
 Verified). By default (:data:`DEFAULT_PROTECT`) these are protected: anything
 under a ``tests``/``test`` directory, test modules (``test_*.py``,
-``*_test.py``), every ``conftest.py``, ``pytest.ini``, ``tox.ini``,
-``setup.cfg``, ``.github/**``, and the pytest section of ``pyproject.toml``
-(``[tool.pytest...]``; a hunk elsewhere in that file is allowed).
+``*_test.py``), every ``conftest.py``, pytest's ini files (``pytest.ini``,
+``.pytest.ini``, ``pytest.toml``), ``tox.ini``, ``setup.cfg``, ``.github/**``,
+interpreter start-up hooks (``sitecustomize.py``, ``usercustomize.py``,
+``*.pth``: they run before pytest does, on the ``PYTHONPATH`` the tests get),
+and the pytest section of ``pyproject.toml`` (``[tool.pytest...]``; a hunk
+elsewhere in that file is allowed).
+
+:func:`readonly_paths` lists what of a tree the same patterns cover, so the
+sandbox can mount it read-only: code running in the tests cannot rewrite them.
 
 Patterns are globs over POSIX paths relative to the repository: ``*`` and
 ``?`` stay inside one path component, ``**`` spans any number of them
@@ -17,13 +23,20 @@ written here: the standard library's ``fnmatch`` lets ``*`` cross ``/`` and
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from gradebox.patches.diff import FileChange, ParsedPatch
 
-__all__ = ["DEFAULT_PROTECT", "PYPROJECT_PYTEST", "glob_matches", "protected_paths"]
+__all__ = [
+    "DEFAULT_PROTECT",
+    "PYPROJECT_PYTEST",
+    "glob_matches",
+    "protected_paths",
+    "readonly_paths",
+]
 
 PYPROJECT_PYTEST = "pyproject.toml#pytest"
 """The pseudo-pattern for the pytest section of ``pyproject.toml``."""
@@ -35,9 +48,15 @@ DEFAULT_PROTECT: tuple[str, ...] = (
     "**/*_test.py",
     "**/conftest.py",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "tox.ini",
     "setup.cfg",
     ".github/**",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
     PYPROJECT_PYTEST,
 )
 """What a patch may not touch unless the gate says otherwise (``protect`` / ``--protect``)."""
@@ -88,6 +107,36 @@ def protected_paths(
             ):
                 hits.append(path)
     return tuple(dict.fromkeys(hits))
+
+
+def readonly_paths(tree: str, patterns: Sequence[str], limit: int = 1000) -> list[str]:
+    """Paths under ``tree`` (relative, POSIX) that ``patterns`` protect, directories whole.
+
+    A directory every path under which is protected (``tests/`` for
+    ``**/tests/**``) is listed once instead of its files; links are listed as
+    the link, never followed. At most ``limit`` entries.
+    """
+    globs = [p for p in patterns if p != PYPROJECT_PYTEST]
+    out: list[str] = []
+    if PYPROJECT_PYTEST in patterns and os.path.isfile(os.path.join(tree, "pyproject.toml")):
+        out.append("pyproject.toml")
+    for dirpath, dirnames, filenames in os.walk(tree):
+        rel = os.path.relpath(dirpath, tree)
+        keep = []
+        for d in sorted(dirnames):
+            r = d if rel == "." else f"{rel}/{d}"
+            if d != ".git" and any(glob_matches(p, r + "/_") for p in globs):
+                out.append(r)
+            elif not os.path.islink(os.path.join(dirpath, d)):
+                keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            r = f if rel == "." else f"{rel}/{f}"
+            if any(glob_matches(p, r) for p in globs):
+                out.append(r)
+        if len(out) >= limit:
+            break
+    return sorted(dict.fromkeys(out))[:limit]
 
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")

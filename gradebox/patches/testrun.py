@@ -1,9 +1,10 @@
 """Run a repository's pytest in the sandbox and read per-test status from JUnit XML.
 
 Each run gets a fresh sandbox (:func:`sandbox.command.run_command`) and a fresh
-copy of the tree at ``/repo`` (writable), an output dir at ``/out``
-(writable) and the environment read-only. pytest writes JUnit XML
-(``junit_family=xunit1``: each case names its file) to ``/out``; the XML is
+copy of the tree at ``/repo`` (writable, but for its tests and test configuration,
+mounted read-only over it), an output dir at ``/out`` (writable) and the
+environment read-only. pytest writes JUnit XML (``junit_family=xunit1``: each
+case names its file) to ``/out``; the XML is
 parsed with :mod:`defusedxml` (no entities, no external references) after a
 size check.
 
@@ -33,6 +34,7 @@ from defusedxml import DefusedXmlException
 
 from gradebox.patches.apply import export
 from gradebox.patches.env import TestEnv
+from gradebox.patches.protect import readonly_paths
 from sandbox.command import CommandLimits, Mount, run_command
 
 __all__ = ["MAX_XML_BYTES", "Status", "SuiteRun", "node_id", "run_suite"]
@@ -75,6 +77,7 @@ def run_suite(
     limits: CommandLimits,
     *,
     collect: bool,
+    readonly: Sequence[str] = (),
 ) -> SuiteRun:
     """Run pytest over ``targets`` (files or node ids; all tests when empty) in a copy of ``tree``.
 
@@ -84,15 +87,18 @@ def run_suite(
         targets: pytest arguments naming what to run.
         limits: Limits of each sandbox.
         collect: Also list the tests in a separate sandbox, for the cross-check.
+        readonly: Globs of the tree mounted read-only over the writable copy
+            (the tests and their configuration: see :func:`readonly_paths`).
     """
     scratch = Path(tempfile.mkdtemp(prefix="gradebox-run-"))
     try:
         scratch.chmod(0o755)
-        listed = _collect(tree, env, targets, limits, scratch) if collect else None
+        listed = _collect(tree, env, targets, limits, scratch, readonly) if collect else None
         (scratch / "out").mkdir()
         export(tree, scratch / "repo")
         mounts = [
             Mount(scratch / "repo", "/repo", writable=True),
+            *_readonly(scratch / "repo", readonly),
             Mount(scratch / "out", "/out", writable=True),
             Mount(env.path, str(env.path)),
         ]
@@ -126,11 +132,24 @@ def _env(env: TestEnv) -> dict[str, str]:
     return {"PATH": f"{env.path}/bin:/usr/bin:/bin", "PYTHONPATH": "/repo/src:/repo"}
 
 
+def _readonly(copy: Path, patterns: Sequence[str]) -> list[Mount]:
+    return [Mount(copy / rel, f"/repo/{rel}") for rel in readonly_paths(str(copy), patterns)]
+
+
 def _collect(
-    tree: Path, env: TestEnv, targets: Sequence[str], limits: CommandLimits, scratch: Path
+    tree: Path,
+    env: TestEnv,
+    targets: Sequence[str],
+    limits: CommandLimits,
+    scratch: Path,
+    readonly: Sequence[str],
 ) -> set[str] | None:
     export(tree, scratch / "collect")
-    mounts = [Mount(scratch / "collect", "/repo", writable=True), Mount(env.path, str(env.path))]
+    mounts = [
+        Mount(scratch / "collect", "/repo", writable=True),
+        *_readonly(scratch / "collect", readonly),
+        Mount(env.path, str(env.path)),
+    ]
     argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, "--collect-only", *targets]
     lim = dataclasses.replace(limits, output_bytes=4 * 1024 * 1024)
     res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=lim)

@@ -136,6 +136,12 @@ def repo(tmp_path: Path) -> Repo:
 
 
 @pytest.fixture
+def repo_with() -> Callable[..., Repo]:
+    """``repo_with(root, {path: text})``: the fixture repository with extra or replaced files."""
+    return make_repo
+
+
+@pytest.fixture
 def swe_repo(tmp_path: Path) -> Repo:
     """The repository as SWE-bench's clones dir holds it: ``clones/acme__calc``."""
     return make_repo(tmp_path / "clones" / "acme__calc")

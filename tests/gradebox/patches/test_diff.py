@@ -119,3 +119,16 @@ def test_tamper_scan_reports_only_added_lines():
     ]
     assert scan("pkg/m.py", TAMPER, frozenset({1, 2, 7})) == []
     assert scan("pkg/m.py", "def broken(:\n", frozenset({1})) == []
+
+
+def test_readonly_paths_cover_whole_test_dirs_and_config_files(tmp_path):
+    from gradebox.patches.protect import readonly_paths
+
+    for rel in ("tests/a/test_x.py", "pkg/tests/data.txt", "pkg/mod.py", "conftest.py",
+                "pyproject.toml", "sitecustomize.py", "pkg/test_util.py"):  # fmt: skip
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert readonly_paths(str(tmp_path), DEFAULT_PROTECT) == [
+        "conftest.py", "pkg/test_util.py", "pkg/tests", "pyproject.toml", "sitecustomize.py",
+        "tests",
+    ]  # fmt: skip

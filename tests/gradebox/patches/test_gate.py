@@ -179,3 +179,21 @@ def test_a_flaky_pass_to_pass_test_is_quarantined_not_failing(flaky_repo, config
     listed = TestIds(("tests/test_ops.py::test_mean",), ("tests/test_flaky.py::test_coin",))
     row = run_gate(spec(flaky_repo, flaky_repo.patch(fix), tests=listed), cfg).to_row()
     assert row["verdict"] == "pass" and row["tests"]["pass_to_pass"] == {}
+
+
+def test_a_given_environment_is_used_as_is(repo, config, spec, fix, env_cache):
+    run_gate(spec(repo, repo.patch(fix)), config)  # builds one into the cache
+    built = next(p for p in env_cache.iterdir() if (p / ".gradebox-complete").exists())
+    row = run_gate(spec(repo, repo.patch(fix)), dataclasses.replace(config, env=built))
+    assert row.to_row()["timing"]["env"] == "given" and row.verdict == "pass"
+
+
+def test_a_lockfile_pinned_to_a_url_is_a_setup_error(tmp_path, config, spec, fix, repo_with):
+    import pytest
+
+    from gradebox.errors import SetupError
+
+    from_url = "pytest @ https://files.example.invalid/download\n"
+    bad = repo_with(tmp_path / "r", {"requirements.txt": from_url})
+    with pytest.raises(SetupError, match="pinned to a URL"):
+        run_gate(spec(bad, bad.patch(fix)), config)

@@ -117,3 +117,35 @@ def test_a_binary_hunk_is_refused(repo, config, spec):
     )
     row = run_gate(spec(repo, patch), config).to_row()
     assert (row["verdict"], row["reason"]) == ("fail", "patch_refused"), row
+
+
+REWRITE_TESTS = (
+    "import pathlib\n"
+    "p = pathlib.Path('tests/test_ops.py')\n"
+    "try:\n"
+    "    p.write_text(p.read_text().replace('== 2', '== 1.5'))\n"
+    "except OSError:\n"
+    "    pass\n"
+)
+
+
+def test_startup_hooks_are_protected(repo, config, spec):
+    patch = repo.patch(append_new("sitecustomize.py", REWRITE_TESTS))
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_touches_tests"), row
+
+
+def test_the_tests_are_read_only_inside_the_sandbox(repo, config, spec):
+    # Unprotected, a startup hook runs before pytest and tries to rewrite the
+    # failing test on disk; the test files are mounted read-only, so it cannot.
+    patch = repo.patch(append_new("sitecustomize.py", REWRITE_TESTS))
+    row = run_gate(spec(repo, patch, protect=("conftest.py",)), config).to_row()
+    assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "F2F"}, row
+    assert row["verdict"] == "fail"
+
+
+def append_new(path: str, text: str):
+    def do(root: Path) -> None:
+        (root / path).write_text(text)
+
+    return do

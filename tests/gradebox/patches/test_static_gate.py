@@ -98,3 +98,16 @@ def test_a_rewrite_of_most_of_a_file_is_a_diff_finding(repo, static_config, spec
     assert "GBX202" in [f["rule"] for f in row["static"]["new"]]
     # low severity: it annotates; the old B324 line kept its text, so it is unchanged
     assert (row["verdict"], row["reason"]) == ("pass", "ok"), row["detail"]
+
+
+def test_a_patch_cannot_add_to_its_own_lockfile(repo, static_config, spec):
+    lazy = "\n\ndef fetch(url):\n    import requests\n\n    return requests.get(url, timeout=5)\n"
+
+    def both(root: Path) -> None:
+        add_to_ops(suffix=lazy)(root)
+        (root / "requirements.txt").write_text("pytest\nrequests==2.32.3\n")
+
+    row = run_gate(spec(repo, repo.patch(both)), static_config).to_row()
+    # The lockfile (and so the environment and the allowed imports) is the base's.
+    assert (row["verdict"], row["reason"]) == ("fail", "policy:static"), row
+    assert ("GBX102", True) in _rules(row["static"]["new"])
