@@ -175,7 +175,9 @@ class Judge:
             report = stored or self._run_probe()
             if stored is None and self._cache is not None:
                 self._cache.put_probe(self._probe_key(), report.to_json())
-            self._report = report
+            with self._lock:  # input keys depend on the capabilities
+                self._report = report
+                self._contexts.clear()
             return report
 
     def capabilities(self) -> Capabilities:
