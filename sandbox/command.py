@@ -9,16 +9,20 @@ candidate, :func:`run_command` starts one sandbox per call for a whole program
   root), no capabilities, no further user namespaces, the seccomp filter of
   :mod:`sandbox.seccomp`, an empty environment but for what the caller sets;
 * a read-only ``/usr`` (and ``/bin``, ``/lib``...), the caller's read-only
-  mounts (a virtual environment), the caller's writable mounts (a copy of a
-  work tree, an output dir) and nothing else of the host; private tmpfs
-  ``/tmp``, ``/dev/shm`` and ``/scratch`` of capped size;
+  mounts (a virtual environment), its copied mounts (a work tree: a private
+  tmpfs of capped size filled with a copy, so writes never reach the host's
+  disk and count against the tree's memory), writable host mounts when asked
+  for, and nothing else of the host; private tmpfs ``/tmp``, ``/dev/shm`` and
+  ``/scratch`` of capped size;
 * limits from outside: a fresh cgroup caps memory and processes of the whole
   tree (:mod:`sandbox.cgroups`; the command does not start until the tree is
   inside it), ``ulimit`` caps core files, file size, open files and address
   space before the command is ``exec``-ed, a wall clock kills everything in
   the cgroup and the sandbox;
 * stdout and stderr go to host files of which at most ``output_bytes`` are read
-  back.
+  back; a ``result_file`` inside the sandbox (a report the command writes) is
+  handed back on stdout by the first process once the command ends, at most
+  ``result_bytes`` of it, so no host directory has to be writable.
 
 Nothing survives a call: the tmpfs mounts, the PID namespace and the cgroup end
 with it. Only the bubblewrap backend exists here: a patch's tests are never run
@@ -28,6 +32,7 @@ without isolation.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -53,8 +58,18 @@ _BASE_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONHASHSEED": "0",
 }
-_GO = 'ulimit -c 0; ulimit -f "$1"; ulimit -n "$2"; ulimit -v "$3"; shift 3; read -r _; exec "$@"'
-"""The sandbox's first process: set the limits, wait for the grader's go, become the command."""
+_GO = (
+    'ulimit -c 0; ulimit -f "$1"; ulimit -n "$2"; ulimit -v "$3"; out=$4; max=$5; n=$6; shift 6; '
+    "read -r _; "
+    'i=0; while [ "$i" -lt "$n" ]; do cp -a "$1/." "$2/" 2>/dev/null; shift 2; i=$((i + 1)); '
+    "done; "
+    'if [ -z "$out" ]; then exec "$@"; fi; '
+    '"$@" >&2; c=$?; head -c "$max" -- "$out" 2>/dev/null; exit $c'
+)
+"""The sandbox's first process: set the limits, wait for the grader's go (the tree is in its
+cgroup by then), fill the copied mounts, then become the command, or run it with its stdout
+on stderr and hand back its result file on stdout."""
+_SRC = "/.gradebox-src"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +82,10 @@ class Mount:
     """Absolute path inside the sandbox."""
     writable: bool = False
     """Writable (handed to ``nobody`` first when the grader is root) or read-only."""
+    copy: bool = False
+    """A private tmpfs at ``inside`` (``tmp_mb`` big, charged to the tree's memory) filled
+    with a copy of ``host`` before the command starts: writes never reach the host disk.
+    Mounts listed after it may sit inside it (read-only parts of the copy)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +128,9 @@ class CommandResult:
     """Tree caps it ran into (``memory``, ``processes``)."""
     infra_error: str | None = None
     """Why it could not be run (``status == "infra_error"``): never the command's fault."""
+    result: bytes | None = None
+    """With ``result_file``: the first ``result_bytes`` of that file once the command ended
+    (``None`` without one; empty when the file was missing)."""
 
 
 def run_command(
@@ -118,6 +140,8 @@ def run_command(
     mounts: Sequence[Mount] = (),
     env: Mapping[str, str] | None = None,
     limits: CommandLimits | None = None,
+    result_file: str | None = None,
+    result_bytes: int = 32 * 1024 * 1024,
 ) -> CommandResult:
     """Run ``argv`` in a fresh sandbox and wait for it (never longer than the limit).
 
@@ -128,6 +152,10 @@ def run_command(
         env: Extra environment (over ``HOME=/scratch``, ``PATH``, ``LANG``...);
             nothing of the grader's environment is inherited.
         limits: Limits; the defaults when ``None``.
+        result_file: A file inside the sandbox to hand back (``CommandResult.result``),
+            so that output need not go to a writable host directory. The command's
+            stdout then goes to stderr.
+        result_bytes: At most this much of it is read.
 
     Returns:
         The result; a failure to start is ``infra_error``, never an exception.
@@ -145,13 +173,21 @@ def run_command(
         cgroup = find_tree_cap().create(lim.memory_mb * 1024 * 1024, lim.max_procs)
     root = os.geteuid() == 0
     for m in mounts:
-        if m.writable and root:
+        if m.writable and root and not m.copy:
             _give_to_nobody(m.host)
     full_env = {**_BASE_ENV, **(env or {})}
-    command = [*_bwrap_argv(mounts, full_env, lim, cwd), *_go_argv(argv, lim)]
+    copies = [(f"{_SRC}/{i}", m.inside) for i, m in enumerate(mounts) if m.copy]
+    command = [
+        *_bwrap_argv(mounts, full_env, lim, cwd),
+        *_go_argv(argv, lim, copies, result_file, result_bytes),
+    ]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            return _run(command, program, cgroup, lim, out, err, root=root)
+            res = _run(command, program, cgroup, lim, out, err, root=root)
+            if result_file is None or res.status == "infra_error":
+                return res
+            out.seek(0)
+            return dataclasses.replace(res, stdout="", result=out.read(result_bytes))
         finally:
             if cgroup is not None:
                 _kill_all(cgroup)
@@ -239,18 +275,29 @@ def _bwrap_argv(
     for place in ("/tmp", "/dev/shm", "/scratch"):  # noqa: S108 - private tmpfs inside
         argv += ["--size", size, "--tmpfs", place]
     argv += ["--remount-ro", "/dev"]
-    for m in mounts:
-        argv += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
+    for i, m in enumerate(mounts):
+        if m.copy:
+            argv += ["--ro-bind", str(m.host), f"{_SRC}/{i}", "--size", size, "--tmpfs", m.inside]
+        else:
+            argv += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
     argv += ["--remount-ro", "/"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return [*argv, "--seccomp", SECCOMP_FD, "--chdir", cwd]
 
 
-def _go_argv(argv: Sequence[str], lim: CommandLimits) -> list[str]:
+def _go_argv(
+    argv: Sequence[str],
+    lim: CommandLimits,
+    copies: Sequence[tuple[str, str]],
+    result_file: str | None,
+    result_bytes: int,
+) -> list[str]:
     blocks = str(lim.max_file_mb * 2048)  # ulimit -f counts 512-byte blocks
     kib = str(lim.memory_mb * 1024)
-    return ["/bin/sh", "-c", _GO, "sh", blocks, str(lim.max_open_files), kib, *argv]
+    pairs = [p for pair in copies for p in pair]
+    head = [blocks, str(lim.max_open_files), kib, result_file or "", str(result_bytes)]
+    return ["/bin/sh", "-c", _GO, "sh", *head, str(len(copies)), *pairs, *argv]
 
 
 def _give_to_nobody(top: Path) -> None:

@@ -142,3 +142,47 @@ def test_nothing_survives_into_the_next_sandbox(work):
 def test_a_missing_program_is_a_nonzero_exit_not_a_crash(work):
     res = run_command(["/nonexistent/python"], cwd="/repo", mounts=[Mount(work, "/repo", True)])
     assert res.status == "exited" and res.exit_code not in (0, None)
+
+
+def test_a_copied_mount_is_private_and_its_size_is_capped(work):
+    (work / "keep.txt").write_text("original")
+    code = (
+        "import os\nopen('keep.txt', 'w').write('changed')\nn = 0\n"
+        "try:\n    for i in range(100):\n"
+        "        open(f'fill{i}', 'wb').write(b'x' * 4 * 1024 * 1024); n += 1\n"
+        "except OSError as e:\n    print('stopped', type(e).__name__)\n"
+        "print(open('keep.txt').read(), n)\n"
+    )
+    res = run_command(
+        [PY, "-c", code], cwd="/repo", mounts=[Mount(work, "/repo", copy=True)],
+        limits=CommandLimits(tmp_mb=64),
+    )  # fmt: skip
+    lines = res.stdout.split()
+    assert lines[:2] == ["stopped", "OSError"] and lines[2] == "changed", res
+    assert int(lines[3]) <= 16  # 64 MB of tmpfs, 4 MB a file
+    assert (work / "keep.txt").read_text() == "original"
+    assert sorted(os.listdir(work)) == ["keep.txt"]  # nothing reached the host disk
+
+
+def test_read_only_parts_of_a_copy_stay_read_only(work):
+    (work / "tests").mkdir()
+    (work / "tests" / "t.py").write_text("assert True\n")
+    code = (
+        "try:\n    open('tests/t.py', 'w').write('assert False')\n    print('wrote')\n"
+        "except OSError:\n    print('refused')\nprint(open('tests/t.py').read().strip())\n"
+    )
+    mounts = [Mount(work, "/repo", copy=True), Mount(work / "tests", "/repo/tests")]
+    res = run_command([PY, "-c", code], cwd="/repo", mounts=mounts)
+    assert res.stdout.split("\n")[:2] == ["refused", "assert True"], res
+
+
+def test_the_result_file_comes_back_capped_and_stdout_goes_to_stderr(work):
+    code = "print('chatter'); open('/tmp/r.xml', 'w').write('R' * 5000)"
+    res = run_command([PY, "-c", code], cwd="/tmp", result_file="/tmp/r.xml", result_bytes=100)
+    assert (res.exit_code, res.result, res.stdout) == (0, b"R" * 100, "")
+    assert "chatter" in res.stderr
+    link = "import os; os.symlink('/dev/zero', '/tmp/r.xml')"
+    res = run_command([PY, "-c", link], cwd="/tmp", result_file="/tmp/r.xml", result_bytes=1000)
+    assert res.result == b"\0" * 1000
+    res = run_command([PY, "-c", "import sys; sys.exit(3)"], cwd="/tmp", result_file="/tmp/none")
+    assert (res.exit_code, res.result) == (3, b"")
