@@ -2,11 +2,15 @@ r"""The LLM judge: annotate candidates against a rubric; never pass or fail one.
 
 The judge sees the public spec, the signature and the extracted code -- never
 hidden cases, expected values, test outcomes or the model's prose -- with the
-code neutralised and delimited (:mod:`judge.neutralize`). It asks at
-temperature 0 with a fixed seed for a strict JSON-schema reply
-(:mod:`judge.reply`), retries transient failures (:mod:`judge.endpoint`) and
-caches replies in SQLite (:mod:`judge.cache`). A reply that breaks protocol is
-``needs_review``; an endpoint that cannot answer is ``unavailable``.
+code neutralised and delimited (:mod:`judge.neutralize`). It first probes what
+the endpoint can do (:mod:`judge.capabilities`: the strongest response format
+whose reply validates, whether temperature 0 is accepted), then asks at
+temperature 0 with a fixed seed for a JSON-schema reply (:mod:`judge.reply`),
+retries transient failures (:mod:`judge.endpoint`), repeats and combines
+judgements when asked (:mod:`judge.repeat`), rewrites candidates for invariance
+probes (:mod:`judge.invariance`) and caches replies in SQLite (:mod:`judge.cache`).
+A reply that breaks protocol is ``needs_review``; an endpoint that cannot answer
+is ``unavailable``.
 
 Example:
     >>> from judge import Judge, JudgeConfig, JudgeItem
@@ -23,6 +27,7 @@ This package imports only the standard library, third-party libraries
 """
 
 from judge.cache import ReplyCache, cache_key
+from judge.capabilities import Capabilities, ProbeReport, RungTrial
 from judge.config import JudgeConfig
 from judge.core import Judge
 from judge.endpoint import map_openai_error
@@ -43,21 +48,29 @@ from judge.neutralize import neutralize
 from judge.reply import reply_schema
 from judge.types import (
     IntentVerdict,
+    InvarianceProbe,
     Issue,
     JudgeItem,
     JudgeResult,
     JudgeStatus,
+    PanelVote,
+    ProbeCheck,
     ReasonCode,
+    Repeat,
     ResponseMode,
     Severity,
+    TemperaturePolicy,
+    TokenParam,
     Tokens,
 )
 
 __all__ = [
+    "Capabilities",
     "ConnectionFailed",
     "EndpointError",
     "EndpointTimeout",
     "IntentVerdict",
+    "InvarianceProbe",
     "Issue",
     "Judge",
     "JudgeConfig",
@@ -67,14 +80,21 @@ __all__ = [
     "JudgeNotConfigured",
     "JudgeResult",
     "JudgeStatus",
+    "PanelVote",
+    "ProbeCheck",
+    "ProbeReport",
     "RateLimited",
     "ReasonCode",
+    "Repeat",
     "ReplyCache",
     "RequestRejected",
     "ResponseMode",
+    "RungTrial",
     "ServerError",
     "Severity",
     "StructuredOutputUnsupported",
+    "TemperaturePolicy",
+    "TokenParam",
     "Tokens",
     "TransientError",
     "cache_key",

@@ -373,7 +373,7 @@ class Judge:
                 done.update((i, self._probe_failed(items[i], exc)) for i in todo)
                 return [done[i] for i in range(len(items))]
             if repeat > 1:
-                done.update(self._repeated([(i, items[i]) for i in todo], repeat))
+                done.update(self._repeated([(i, items[i]) for i in todo], repeat, bypass_cache))
                 return [done[i] for i in range(len(items))]
         input_keys = {i: self._input_key(items[i]) for i in todo}
         done.update(self._stored([(i, items[i], input_keys[i]) for i in todo], bypass_cache))
@@ -417,16 +417,17 @@ class Judge:
         return self.judge_many([item], bypass_cache=bypass_cache)[0]
 
     def _repeated(
-        self, todo: Sequence[tuple[int, JudgeItem]], repeat: int
+        self, todo: Sequence[tuple[int, JudgeItem]], repeat: int, bypass_cache: bool
     ) -> dict[int, JudgeResult]:
         """Ask every item ``repeat`` times and combine each item's answers into its majority.
 
-        Never read from the cache; each reply is stored under its repeat's own key.
+        Never read from the cache; each reply is stored under its repeat's own key
+        (unless ``bypass_cache``).
         """
         jobs = [(i, self._plan(item, "", r)) for i, item in todo for r in range(repeat)]
         workers = min(self._config.concurrency, len(jobs))
         with ThreadPoolExecutor(workers, thread_name_prefix="gradebox-judge") as pool:
-            asked = list(pool.map(lambda job: self._ask(job[1], False, result=False), jobs))
+            asked = list(pool.map(lambda job: self._ask(job[1], bypass_cache, result=False), jobs))
         per_item: dict[int, list[JudgeResult]] = {}
         for (i, _), result in zip(jobs, asked, strict=True):
             per_item.setdefault(i, []).append(result)
