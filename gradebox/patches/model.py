@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the judge package loads its client; a gate without a judge 
 
 __all__ = [
     "CATEGORIES",
+    "MAX_LISTED",
     "ApplyReport",
     "Category",
     "DiffFile",
@@ -42,6 +43,8 @@ Category = Literal[
 """A test's base-to-head transition: Pass, Fail, Skip, N = absent at base; ``not_run``
 = no result at head."""
 CATEGORIES: tuple[Category, ...] = get_args(Category)
+MAX_LISTED = 200
+"""Most test ids a row lists per category (``category_counts`` has the full numbers)."""
 
 GateReason = Literal[
     "ok",
@@ -172,7 +175,10 @@ class TestsPart:
             "fail_to_pass": dict(self.fail_to_pass),
             "pass_to_pass": dict(self.pass_to_pass),
             "pass_to_pass_auto": self.pass_to_pass_auto,
-            "by_category": {c: list(ids) for c, ids in self.by_category.items() if ids},
+            "by_category": {
+                c: list(ids[:MAX_LISTED]) for c, ids in self.by_category.items() if ids
+            },
+            "category_counts": {c: len(ids) for c, ids in self.by_category.items() if ids},
             "quarantined": list(self.quarantined),
             "not_run": list(self.not_run),
             "base_runs": self.base_runs,

@@ -1,12 +1,13 @@
 """Run a repository's pytest in the sandbox and read per-test status from JUnit XML.
 
 Each run gets a fresh sandbox (:func:`sandbox.command.run_command`) and a fresh
-copy of the tree at ``/repo`` (writable, but for its tests and test configuration,
-mounted read-only over it), an output dir at ``/out`` (writable) and the
-environment read-only. pytest writes JUnit XML (``junit_family=xunit1``: each
-case names its file) to ``/out``; the XML is
-parsed with :mod:`defusedxml` (no entities, no external references) after a
-size check.
+copy of the tree at ``/repo`` (a private tmpfs: writable, but for its tests and
+test configuration, mounted read-only over it; nothing reaches the host disk)
+and the environment read-only. pytest writes JUnit XML (``junit_family=xunit1``:
+each case names its file) to the sandbox's private ``/tmp``, which the sandbox
+hands back when pytest ends; the XML is size-checked and parsed with
+:mod:`defusedxml` (no entities, no external references), and at most
+:data:`MAX_TESTS` ids of at most :data:`MAX_ID_CHARS` characters are read.
 
 The XML is written by the process the patch's code runs in, so it is
 cross-checked (:attr:`SuiteRun.problems`) against what the grader sees from
@@ -37,13 +38,26 @@ from gradebox.patches.env import TestEnv
 from gradebox.patches.protect import readonly_paths
 from sandbox.command import CommandLimits, Mount, run_command
 
-__all__ = ["MAX_XML_BYTES", "Status", "SuiteRun", "node_id", "run_suite"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "MAX_TESTS",
+    "MAX_XML_BYTES",
+    "Status",
+    "SuiteRun",
+    "node_id",
+    "run_suite",
+]
 
 Status = Literal["passed", "failed", "skipped"]
 """A test's status in one run (an error counts as failed)."""
 
 MAX_XML_BYTES = 32 * 1024 * 1024
 """Largest JUnit XML read back from a sandbox."""
+MAX_TESTS = 100_000
+"""Most test cases read from one run (more makes the run unreliable)."""
+MAX_ID_CHARS = 500
+"""Longest test id read (a longer one makes the run unreliable)."""
+_XML = "/tmp/gradebox-junit.xml"  # noqa: S108 - the sandbox's private /tmp
 _PROBLEMS_MAX = 5
 
 
@@ -94,19 +108,20 @@ def run_suite(
     try:
         scratch.chmod(0o755)
         listed = _collect(tree, env, targets, limits, scratch, readonly) if collect else None
-        (scratch / "out").mkdir()
         export(tree, scratch / "repo")
         mounts = [
-            Mount(scratch / "repo", "/repo", writable=True),
+            Mount(scratch / "repo", "/repo", copy=True),
             *_readonly(scratch / "repo", readonly),
-            Mount(scratch / "out", "/out", writable=True),
             Mount(env.path, str(env.path)),
         ]
-        argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, "--junitxml=/out/junit.xml", *targets]
-        res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=limits)
+        argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, f"--junitxml={_XML}", *targets]
+        res = run_command(
+            argv, cwd="/repo", mounts=mounts, env=_env(env), limits=limits,
+            result_file=_XML, result_bytes=MAX_XML_BYTES + 1,
+        )  # fmt: skip
         if res.status == "infra_error":
             return SuiteRun({}, None, False, None, (f"sandbox: {res.infra_error}",), res.wall_s)
-        statuses, problems = _read_xml(scratch / "out" / "junit.xml", scratch / "repo")
+        statuses, problems = _read_xml(res.result or b"", scratch / "repo")
         problems += _cross_check(statuses, res.exit_code, listed, collect=collect)
         if res.status == "timeout":
             problems.insert(0, f"the test run hit its {limits.timeout_s:g} s limit")
@@ -146,7 +161,7 @@ def _collect(
 ) -> set[str] | None:
     export(tree, scratch / "collect")
     mounts = [
-        Mount(scratch / "collect", "/repo", writable=True),
+        Mount(scratch / "collect", "/repo", copy=True),
         *_readonly(scratch / "collect", readonly),
         Mount(env.path, str(env.path)),
     ]
@@ -159,23 +174,26 @@ def _collect(
     return {ln.strip() for ln in res.stdout.splitlines() if "::" in ln and " " not in ln.strip()}
 
 
-def _read_xml(path: Path, tree: Path) -> tuple[dict[str, Status], list[str]]:
+def _read_xml(data: bytes, tree: Path) -> tuple[dict[str, Status], list[str]]:
+    if not data:
+        return {}, ["pytest wrote no JUnit XML"]
+    if len(data) > MAX_XML_BYTES:
+        return {}, [f"the JUnit XML is larger than {MAX_XML_BYTES} bytes"]
     try:
-        if path.is_symlink() or not path.is_file():
-            return {}, ["pytest wrote no JUnit XML"]
-        if path.stat().st_size > MAX_XML_BYTES:
-            return {}, [f"the JUnit XML is larger than {MAX_XML_BYTES} bytes"]
-        root = SafeET.parse(str(path)).getroot()
-        if root is None:
-            return {}, ["the JUnit XML is empty"]
-    except (OSError, ParseError, DefusedXmlException) as exc:
+        root = SafeET.fromstring(data)
+    except (ParseError, DefusedXmlException, ValueError) as exc:
         return {}, [f"the JUnit XML does not parse: {type(exc).__name__}"]
     statuses: dict[str, Status] = {}
+    problems: list[str] = []
     for case in root.iter("testcase"):
         nid = node_id(case, tree)
-        if nid is not None:
-            statuses[nid] = _status(case)
-    return statuses, []
+        if nid is None or len(nid) > MAX_ID_CHARS:
+            problems = ["the JUnit XML names a test case without a usable id"]
+            continue
+        if len(statuses) >= MAX_TESTS:
+            return statuses, [f"the JUnit XML lists more than {MAX_TESTS} tests"]
+        statuses[nid] = _status(case)
+    return statuses, problems
 
 
 def _status(case: Element) -> Status:

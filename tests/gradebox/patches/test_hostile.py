@@ -149,3 +149,24 @@ def append_new(path: str, text: str):
         (root / path).write_text(text)
 
     return do
+
+
+BOMB = (
+    '<?xml version="1.0"?><!DOCTYPE t [<!ENTITY a "aaaaaaaaaa">'
+    '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+    '<testsuites><testsuite><testcase classname="tests.test_ops" name="test_mean" '
+    'file="tests/test_ops.py">&c;</testcase></testsuite></testsuites>'
+)
+
+
+def test_an_entity_bomb_in_the_junit_xml_is_refused_not_expanded(repo, config, spec):
+    forge = (
+        "\n\nimport sys, weakref\n\n\nclass _K:\n    pass\n\n\n_k = _K()\n\n\n"
+        "def _bomb():\n"
+        "    path = [a for a in sys.argv if a.startswith('--junitxml=')][0].split('=', 1)[1]\n"
+        f"    open(path, 'w').write({BOMB!r})\n\n\n"
+        "_keep = weakref.finalize(_k, _bomb)\n"
+    )
+    row = run_gate(spec(repo, repo.patch(append("calc/ops.py", forge))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tests_unreliable"), row
+    assert "does not parse" in row["detail"]
