@@ -67,7 +67,8 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.runs": _RECORDS
     | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite", "gradebox.judging"}
     | {"gradebox.reports"},
-    "gradebox.service": _RECORDS | {"gradebox.service", "gradebox.pipeline", "gradebox.runs"},
+    "gradebox.service": _RECORDS
+    | {"gradebox.service", "gradebox.pipeline", "gradebox.runs", "gradebox.patches"},
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
     "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
     # Importers read benchmark files; the gate's default denylist is the one thing of the

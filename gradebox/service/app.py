@@ -20,6 +20,8 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
   (admin): rubrics as data and tokens (:mod:`.admin`).
 - ``POST /v1/grades/{id}/feedback``, ``POST /v1/runs/{id}/samples/{sample_id}/feedback``,
   ``GET /v1/stats``: outcome feedback and acceptance rates (:mod:`.feedback`).
+- ``PUT/GET /v1/repos/{name}`` (admin), ``POST /v1/gates``, ``GET /v1/gates/{id}``: patch
+  gates as async jobs on registered repositories (:mod:`.gates`).
 - ``GET /metrics`` (admin): Prometheus text format (:mod:`.metrics`). Admin only,
   because it shows every token's traffic, verdicts and queue, and its per-stage
   timings pool all tenants' grades: a grader token sees only its own work.
@@ -59,6 +61,7 @@ from gradebox.service.bodies import Budget, off_loop, parse_json, parse_samples_
 from gradebox.service.config import JUDGE_MODES, JudgeMode, Layers, ServiceConfig
 from gradebox.service.deps import Admin, Who, body
 from gradebox.service.feedback import feedback_routes
+from gradebox.service.gates import gate_routes
 from gradebox.service.grading import GradingService, Outcome
 from gradebox.service.logs import RequestIds
 from gradebox.service.metrics import CONTENT_TYPE, RequestMetrics
@@ -134,6 +137,7 @@ def create_app(
     _run_routes(app, state)
     admin_routes(app, state)
     feedback_routes(app, state)
+    gate_routes(app, state)
     return app
 
 

@@ -38,6 +38,9 @@ def test_openapi_lists_every_endpoint():
         "/v1/tokens",
         "/v1/tokens/{token_id}",
         "/v1/grades/{grade_id}/feedback",
+        "/v1/repos/{name}",
+        "/v1/gates",
+        "/v1/gates/{gate_id}",
         "/v1/runs/{run_id}/samples/{sample_id}/feedback",
         "/v1/stats",
     }

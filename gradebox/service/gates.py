@@ -1,0 +1,308 @@
+"""Patch gates as a service: repositories registered by an admin, gates as async jobs.
+
+- ``PUT /v1/repos/{name}`` (admin): ``{"path": "/srv/repos/calc", "lockfile":
+  "requirements.txt", "protect": ["tests/**"]}``: a git repository **on the
+  service host**, its lockfile's path in the repository and protected globs
+  (both optional). A URL is refused: the service never fetches anything.
+- ``GET /v1/repos/{name}`` (admin): what is registered, and the repository's HEAD.
+- ``POST /v1/gates`` (any token): ``{"repo": "calc", "base": "main", "patch":
+  "diff --git ...", "fail_to_pass": [...], "pass_to_pass": [...] | "auto",
+  "intent": "...", "id": "fix-1"}`` gates a patch to a **registered**
+  repository, by name; 202 with the gate's id at once. A grader token names a
+  repository and sends a diff: no key of the body is a path, a URL or a
+  revision option the service would follow (``base`` is a plain revision name).
+- ``GET /v1/gates/{id}``: status (``queued``, ``running``, ``done``) and, when
+  done, the ``gate.jsonl`` row. Another token's gate is 404, as a missing one.
+
+Gates run one at a time in a worker thread (each runs its own sandboxed pytest
+processes, :mod:`gradebox.patches`), counted in the metrics' ``batch`` lane
+(``gradebox_grade_stage_seconds{stage="gate"}``, ``gradebox_verdicts_total``);
+each token may have :data:`MAX_QUEUED` unfinished gates (429 past it). A gate
+left unfinished by a stop is queued again on the next start. A grader sees the
+row with the repository's name for its path and infrastructure errors as one
+fixed message; an admin sees it in full.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import re
+import secrets
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+
+from gradebox.errors import GradeboxError
+from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds, run_gate
+from gradebox.service.auth import Principal
+from gradebox.service.bodies import Budget, off_loop, parse_json
+from gradebox.service.deps import Admin, Who, body
+from gradebox.service.problems import ApiError, Problem
+from gradebox.service.state import ServiceState
+from gradebox.service.store import Store, iso_time
+
+__all__ = ["MAX_QUEUED", "GateJobs", "gate_routes"]
+
+_log = logging.getLogger("gradebox.service")
+
+MAX_QUEUED = 10
+"""Unfinished gates per token."""
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_REV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./~^@{}-]{0,199}$")
+_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+_NODE_ID_MAX = 1000
+_INFRA = "infrastructure error: the gate could not be run (see the server log)"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS repos (name TEXT PRIMARY KEY, path TEXT NOT NULL, "
+    "lockfile TEXT, protect TEXT, updated REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS gates (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+    "repo TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done')), "
+    "created REAL NOT NULL, finished REAL, spec TEXT NOT NULL, row TEXT)",
+)
+_GATE_KEYS = {"repo", "base", "patch", "fail_to_pass", "pass_to_pass", "intent", "id"}
+
+
+@dataclass
+class GateJobs:
+    """The gate queue of one app: its config, its worker thread, its tables."""
+
+    state: ServiceState
+    """The app's state (store, metrics)."""
+    config: GateConfig = field(default_factory=GateConfig)
+    """How gates run (environment cache, limits, base runs, static layers)."""
+    _queue: queue.Queue[tuple[Store, str]] = field(default_factory=queue.Queue)
+    _thread: threading.Thread | None = None
+    _ready_for: Store | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def store(self) -> Store:
+        """The store, with the gate tables made and unfinished gates queued again."""
+        store = self.state.store
+        with self._lock:
+            if self._ready_for is not store:
+                for sql in _SCHEMA:
+                    store.execute(sql)
+                self._ready_for = store
+                if self._thread is None:  # a daemon: a stop never waits for a gate
+                    self._thread = threading.Thread(
+                        target=self._work, name="gradebox-gate", daemon=True
+                    )
+                    self._thread.start()
+                store.execute("UPDATE gates SET status = 'queued' WHERE status = 'running'")
+                for (gid,) in store.fetch_all("SELECT id FROM gates WHERE status = 'queued' "
+                                              "ORDER BY created"):  # fmt: skip
+                    self._queue.put((store, gid))
+        return store
+
+    def submit(self, store: Store, gate_id: str) -> None:
+        """Queue one stored gate."""
+        self._queue.put((store, gate_id))
+
+    def _work(self) -> None:
+        while True:
+            store, gate_id = self._queue.get()
+            try:
+                self._run(store, gate_id)
+            except Exception:  # the store closed under it: the gate runs again on the next start
+                _log.exception("gate %s was not finished", gate_id)
+
+    def _run(self, store: Store, gate_id: str) -> None:
+        found = store.fetch_one("SELECT spec FROM gates WHERE id = ?", (gate_id,))
+        if found is None:
+            return
+        store.execute("UPDATE gates SET status = 'running' WHERE id = ?", (gate_id,))
+        t0 = time.monotonic()
+        data = json.loads(found[0])
+        try:
+            row = run_gate(_spec(data), self.config).to_row()
+        except GradeboxError as exc:  # the sandbox or the environment: nothing was decided
+            _log.error("gate %s could not run: %s", gate_id, str(exc)[:500])
+            row = GateRow(data["id"], "needs_review", "infra_error",
+                          infra_error=str(exc)[:500]).to_row()  # fmt: skip
+        except Exception:  # a gradebox bug must not leave the gate running forever
+            _log.exception("gate %s failed", gate_id)
+            row = GateRow(data["id"], "needs_review", "infra_error",
+                          infra_error="internal error").to_row()  # fmt: skip
+        self.state.metrics.stage("gate", "batch", time.monotonic() - t0)
+        self.state.metrics.verdict("batch", row.get("verdict"))
+        store.execute("UPDATE gates SET status = 'done', finished = ?, row = ? WHERE id = ?",
+                      (time.time(), json.dumps(row), gate_id))  # fmt: skip
+
+
+def _spec(data: dict[str, Any]) -> GateSpec:
+    p2p = data["pass_to_pass"]
+    return GateSpec(
+        id=data["id"], repo=Path(data["path"]), base=data["base"], patch=data["patch"],
+        tests=TestIds(tuple(data["fail_to_pass"]), "auto" if p2p == "auto" else tuple(p2p)),
+        intent=data.get("intent"), lockfile=data.get("lockfile"),
+        protect=None if data.get("protect") is None else tuple(data["protect"]),
+        where=f"gate {data['id']}",
+    )  # fmt: skip
+
+
+def gate_routes(app: FastAPI, state: ServiceState) -> GateJobs:
+    """Add the repository and gate routes to ``app``; the queue is ``app.state.gates``."""
+    jobs = GateJobs(state)
+    app.state.gates = jobs
+    _repo_routes(app, state, jobs)
+    _gate_routes(app, state, jobs)
+    return jobs
+
+
+def _repo_routes(app: FastAPI, state: ServiceState, jobs: GateJobs) -> None:
+    @app.put("/v1/repos/{name}", tags=["gates"])
+    async def put_repo(name: str, request: Request, _who: Admin) -> dict[str, Any]:
+        """Register a git repository on the service host (a path, never a URL)."""
+        raw = await body(request, state)
+        data = parse_json(raw, Budget(state.config.parse_budget_s))
+        return await off_loop(_register, jobs, name, data, limiter=state.parsers)
+
+    @app.get("/v1/repos/{name}", tags=["gates"])
+    async def get_repo(name: str, _who: Admin) -> dict[str, Any]:
+        """A registered repository."""
+        found = jobs.store().fetch_one(
+            "SELECT path, lockfile, protect FROM repos WHERE name = ?", (name,)
+        )
+        if found is None:
+            raise ApiError(404, "not found")
+        return {"name": name, "path": found[0], "lockfile": found[1],
+                "protect": None if found[2] is None else json.loads(found[2])}  # fmt: skip
+
+
+def _register(jobs: GateJobs, name: str, data: Any) -> dict[str, Any]:
+    problems: list[Problem] = []
+    if not _NAME.match(name):
+        raise ApiError(422, "a repository name is 1-100 of A-Z a-z 0-9 _ . -")
+    if not isinstance(data, dict) or set(data) - {"path", "lockfile", "protect"}:
+        raise ApiError(422, "the body is {path, lockfile?, protect?}")
+    path = data.get("path")
+    if not isinstance(path, str) or "://" in path or not path.startswith("/"):
+        raise ApiError(422, "path must be an absolute path on the service host (no URL: "
+                       "the service fetches nothing; clone it there first)")  # fmt: skip
+    lockfile, protect = data.get("lockfile"), data.get("protect")
+    if lockfile is not None and (not isinstance(lockfile, str) or lockfile.startswith("/")
+                                 or ".." in lockfile.split("/")):  # fmt: skip
+        problems.append(Problem("/lockfile", "a path inside the repository"))
+    if protect is not None and not (isinstance(protect, list)
+                                    and all(isinstance(p, str) for p in protect)):  # fmt: skip
+        problems.append(Problem("/protect", "a list of globs"))
+    if problems:
+        raise ApiError(422, "invalid repository", problems)
+    head = subprocess.run(["git", "-C", path, "rev-parse", "--verify", "-q", "HEAD"],
+                          capture_output=True, text=True, check=False, timeout=30)  # fmt: skip
+    if head.returncode != 0 or not Path(path, ".git").exists():
+        raise ApiError(422, "path is not a git repository with a commit")
+    jobs.store().execute(
+        "INSERT INTO repos (name, path, lockfile, protect, updated) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET path = excluded.path, lockfile = excluded.lockfile, "
+        "protect = excluded.protect, updated = excluded.updated",
+        (name, path, lockfile, None if protect is None else json.dumps(protect), time.time()),
+    )
+    _log.info("repository %s registered", name)
+    return {"name": name, "path": path, "lockfile": lockfile, "protect": protect,
+            "head": head.stdout.strip()}  # fmt: skip
+
+
+def _gate_routes(app: FastAPI, state: ServiceState, jobs: GateJobs) -> None:
+    @app.post("/v1/gates", tags=["gates"], status_code=202)
+    async def submit_gate(request: Request, who: Who) -> dict[str, Any]:
+        """Gate a patch to a registered repository: 202 with the gate's id."""
+        raw = await body(request, state)
+        data = parse_json(raw, Budget(state.config.parse_budget_s))
+        return await off_loop(_submit, jobs, who, data, limiter=state.parsers)
+
+    @app.get("/v1/gates/{gate_id}", tags=["gates"])
+    async def get_gate(gate_id: str, who: Who) -> dict[str, Any]:
+        """A gate's status, and its row once done."""
+        return await off_loop(_describe, jobs, who, gate_id, limiter=state.parsers)
+
+
+def _submit(jobs: GateJobs, who: Principal, data: Any) -> dict[str, Any]:
+    store = jobs.store()
+    checked = _check_gate(data)
+    repo = store.fetch_one("SELECT path, lockfile, protect FROM repos WHERE name = ?",
+                           (checked["repo"],))  # fmt: skip
+    if repo is None or not who.may_use(checked["repo"]):
+        raise ApiError(404, "unknown repository")
+    (queued,) = store.fetch_one(
+        "SELECT COUNT(*) FROM gates WHERE owner = ? AND status != 'done'", (who.token_id,)
+    ) or (0,)
+    if queued >= MAX_QUEUED:
+        raise ApiError(429, f"at most {MAX_QUEUED} unfinished gates per token",
+                       headers={"Retry-After": "30"})  # fmt: skip
+    gate_id = secrets.token_hex(12)
+    spec = {**checked, "id": checked.get("id") or gate_id, "path": repo[0], "lockfile": repo[1],
+            "protect": None if repo[2] is None else json.loads(repo[2])}  # fmt: skip
+    store.execute(
+        "INSERT INTO gates (id, owner, repo, status, created, spec) "
+        "VALUES (?, ?, ?, 'queued', ?, ?)",
+        (gate_id, who.token_id, checked["repo"], time.time(), json.dumps(spec)),
+    )
+    jobs.submit(store, gate_id)
+    return {"id": gate_id, "status": "queued", "repo": checked["repo"]}
+
+
+def _check_gate(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ApiError(422, "the body is a JSON object")
+    problems = [Problem("/" + k, "unknown key") for k in sorted(set(data) - _GATE_KEYS)]
+    for key in ("repo", "base", "patch"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            problems.append(Problem("/" + key, "required, a non-empty string"))
+    if isinstance(data.get("base"), str) and not _REV.match(data["base"]):
+        problems.append(Problem("/base", "a revision name (no leading '-', no spaces)"))
+    if "id" in data and not (isinstance(data["id"], str) and _ID.match(data["id"])):
+        problems.append(Problem("/id", "1-100 of A-Z a-z 0-9 _ . : -"))
+    if "intent" in data and not isinstance(data["intent"], str):
+        problems.append(Problem("/intent", "a string"))
+    f2p = data.get("fail_to_pass", [])
+    p2p = data.get("pass_to_pass", "auto")
+    for key, ids in (("fail_to_pass", f2p), ("pass_to_pass", None if p2p == "auto" else p2p)):
+        if ids is not None and not (isinstance(ids, list) and all(_node_id(i) for i in ids)):
+            problems.append(
+                Problem(key, "a list of pytest node ids" + (" or auto" if key[0] == "p" else ""))
+            )
+    if problems:
+        raise ApiError(422, "invalid gate", problems)
+    return {"repo": data["repo"], "base": data["base"], "patch": data["patch"],
+            "fail_to_pass": list(f2p), "pass_to_pass": p2p, "intent": data.get("intent"),
+            "id": data.get("id")}  # fmt: skip
+
+
+def _node_id(value: Any) -> bool:
+    return (isinstance(value, str) and 0 < len(value) <= _NODE_ID_MAX
+            and not value.startswith("-") and "\0" not in value)  # fmt: skip
+
+
+def _describe(jobs: GateJobs, who: Principal, gate_id: str) -> dict[str, Any]:
+    found = jobs.store().fetch_one(
+        "SELECT owner, repo, status, created, finished, row FROM gates WHERE id = ?", (gate_id,)
+    )
+    if found is None or (found[0] != who.token_id and not who.is_admin):
+        raise ApiError(404, "not found")
+    _owner, repo, status, created, finished, raw = found
+    row = None if raw is None else json.loads(raw)
+    if row is not None and not who.is_admin:
+        row = _for_grader(row, repo)
+    return {"id": gate_id, "repo": repo, "status": status, "created": iso_time(created),
+            "finished": None if finished is None else iso_time(finished), "row": row}  # fmt: skip
+
+
+def _for_grader(row: dict[str, Any], repo: str) -> dict[str, Any]:
+    """The row without the service host's paths or infrastructure details."""
+    path = row.get("repo")
+    text = json.dumps({**row, "repo": repo})
+    if isinstance(path, str) and path:
+        text = text.replace(json.dumps(path)[1:-1], repo)
+    out: dict[str, Any] = json.loads(text)
+    if out.get("infra_error"):
+        out["infra_error"] = _INFRA
+    out.pop("timing", None)
+    return out
