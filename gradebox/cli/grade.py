@@ -22,6 +22,7 @@ from tqdm import tqdm
 from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import isolation_option, limit_options, sandbox_python_option
 from gradebox.errors import SetupError
+from gradebox.model import Sample
 from gradebox.pipeline.core import Stage
 from gradebox.pipeline.extract import extract
 from gradebox.pipeline.tests import GradeConfig, Grader, grade_all
@@ -33,7 +34,7 @@ from gradebox.runs.config import (
 )
 from gradebox.runs.fingerprint import Fingerprints, UsedJudge, fingerprints
 from gradebox.runs.inputs import RunInputs, load_inputs
-from gradebox.runs.output import Reports, RunOutput
+from gradebox.runs.output import LazySources, Reports, RunOutput
 from gradebox.runs.summary import format_summary, summarize
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
@@ -371,11 +372,11 @@ def _grade(
             bar.update()
 
         fresh = grade_all(grader, plan.todo, pool, on_row=tick, stages=stages.all)
-        rows = list(output.stream(inputs.samples, fresh))
+        output.write(inputs.samples, fresh)  # each row on disk as it comes; none held
     lost = getattr(sandbox, "lost", None)
     if lost:
         click.echo(f"gradebox grade: {lost}: run again with --run-dir to grade the rest", err=True)
-    summary = summarize(rows)
+    summary = summarize(output.rows())
     if stages.judge is not None:
         summary["judge"]["deterministic"] = stages.judge.endpoint_record()["deterministic"]
     summary["suite"] = prepared
@@ -383,7 +384,6 @@ def _grade(
         summary["resume"] = plan.record()
     if config.sarif or config.html or output.run is not None:
         output.finish(
-            rows,
             summary,
             _reports(config, inputs),
             manifest=_manifest(config, sandbox, stages, used),
@@ -519,17 +519,17 @@ def _manifest(
 
 
 def _reports(config: RunConfig, inputs: RunInputs) -> Reports:
-    """Extracted code and case names, for every sample of the run."""
-    sources = {}
-    for s in inputs.samples:
+    """Extracted code (extracted again when a report asks) and case names."""
+
+    def code(s: Sample) -> str | None:
         pub = inputs.tasks[s.fn].public
         ext = extract(
             reply=s.reply, code=s.code, fn=s.fn, helpers_allowed=bool(pub and pub.helpers_allowed)
         )
-        if ext.contract == "ok":
-            sources[s.id] = ext.code
+        return ext.code if ext.contract == "ok" else None
+
     return Reports(
-        sources=sources,
+        sources=LazySources(inputs.samples, code),
         case_names={fn: [c.name for c in t.cases] for fn, t in inputs.tasks.items()},
         static=config.static is not None,
         version=importlib.metadata.version("gradebox"),

@@ -7,16 +7,18 @@ original file, the public task; never the reply's prose or the hidden cases).
 Later stages (static layers, judge) each implement :class:`Stage` and annotate
 many samples per call.
 
-:func:`stream` submits every sample to the executor, groups samples in chunks
-of :data:`CHUNK` in input order and, as soon as a chunk is graded, hands it to
-each stage. Each stage runs in a single thread of its own (it parallelises
-internally: the static tools use ``jobs`` cores, the judge its own request
-limit), so stages overlap each other and the sandbox work on later chunks.
-When a stage is still busy as more chunks finish, up to :data:`MAX_MERGE`
-waiting chunks go into its next call (bigger batches amortise tool start-up).
-A sample's :class:`~gradebox.grade.Grade` is built (:func:`finish`) when every
-stage has annotated it; grades are yielded in input order as soon as every
-earlier one is final.
+:func:`stream` submits samples to the executor, at most :data:`WINDOW_CHUNKS`
+chunks ahead of the last grade out (so a run of any size holds a bounded
+number of samples in flight), groups samples in chunks of :data:`CHUNK` in
+input order and, as soon as a chunk is graded, hands it to each stage. Each
+stage runs in a single thread of its own (it parallelises internally: the
+static tools use ``jobs`` cores, the judge its own request limit), so stages
+overlap each other and the sandbox work on later chunks. When a stage is still
+busy as more chunks finish, up to :data:`MAX_MERGE` waiting chunks go into its
+next call (bigger batches amortise tool start-up). A sample's
+:class:`~gradebox.grade.Grade` is built (:func:`finish`) when every stage has
+annotated it; grades are yielded in input order as soon as every earlier one
+is final.
 
 Without stages a grade is final as soon as its sample is graded: no chunking,
 no extra thread.
@@ -39,12 +41,23 @@ from sandbox.types import PublicTask
 if TYPE_CHECKING:  # the judge package loads its client; a run without a judge never needs it
     from judge import JudgeResult
 
-__all__ = ["CHUNK", "MAX_MERGE", "Annotation", "Graded", "Stage", "finish", "stream"]
+__all__ = [
+    "CHUNK",
+    "MAX_MERGE",
+    "WINDOW_CHUNKS",
+    "Annotation",
+    "Graded",
+    "Stage",
+    "finish",
+    "stream",
+]
 
 CHUNK = 64
 """Samples per chunk handed to the stages."""
 MAX_MERGE = 8
 """Most waiting chunks a busy stage takes in one call when it is free again."""
+WINDOW_CHUNKS = 2 * MAX_MERGE + 2
+"""Chunks in flight at most (submitted, not yet yielded): room for a busy stage to merge."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,7 @@ def stream(
     stages: Sequence[Stage] = (),
     on_row: Callable[[int, Grade], None] | None = None,
     chunk: int = CHUNK,
+    window: int | None = None,
 ) -> Iterator[Grade]:
     """Grade ``count`` samples and run the stages over them; yield grades in input order.
 
@@ -130,16 +144,25 @@ def stream(
         stages: The stages after the sandbox, each in a thread of its own.
         on_row: Called with ``(index, grade)`` as each grade becomes final.
         chunk: Samples per chunk handed to the stages.
+        window: Most samples submitted but not yet yielded (default
+            :data:`WINDOW_CHUNKS` chunks): sample ``i`` is submitted once grade
+            ``i - window`` is out.
 
     Yields:
         Final grades, in input order, each as soon as every earlier one is final.
     """
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     run = _Run(count, fallback, stages, events, on_row, max(1, chunk))
-    for i in range(count):
-        submit(i).add_done_callback(partial(_post, events, -1, i))
+    # At least a chunk: the chunk of the next grade out must be able to complete.
+    ahead = max(chunk, window if window is not None else chunk * WINDOW_CHUNKS, 1)
+    submitted = 0
     try:
         while run.next < count:
+            # Only so many samples between the last row out and the last one submitted:
+            # memory stays flat however many samples a run has.
+            while submitted < count and submitted - run.next < ahead:
+                submit(submitted).add_done_callback(partial(_post, events, -1, submitted))
+                submitted += 1
             run.handle(events.get())
             yield from run.ready()
     finally:

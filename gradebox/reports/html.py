@@ -34,7 +34,10 @@ from gradebox.reports.junit import verdict_message
 from gradebox.runs.passk import PassKReport, Tally, estimate_tallies, format_value
 from sandbox.types import CaseOutcome
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["MAX_SAMPLES", "render_html", "write_html"]
+
+MAX_SAMPLES = 2000
+"""Samples a report embeds at most (each ~2-5 KB of HTML): a report of 100,000 still opens."""
 
 _OUTCOMES: tuple[str, ...] = get_args(CaseOutcome)
 _SEVERITIES = ("high", "medium", "low", "info")
@@ -62,8 +65,13 @@ def render_html(
     sources: Mapping[str, str] | None = None,
     case_names: Mapping[str, Sequence[str | None]] | None = None,
     ks: Sequence[int] = (1, 5, 10),
+    max_samples: int | None = None,
 ) -> str:
     """Render the report as one HTML document.
+
+    The grades are read once (they may come from a file): cards, chart and task
+    table count every sample; the drill-down embeds at most ``max_samples``,
+    those that did not pass first, in input order.
 
     Args:
         grades: The graded samples.
@@ -73,14 +81,16 @@ def render_html(
         sources: Code by sample id (rows carry no code).
         case_names: Hidden case names per task (by case index; ``None`` for unnamed).
         ks: pass@k values; a k that no task has enough samples for is noted, not carded.
+        max_samples: Samples embedded in the drill-down (default :data:`MAX_SAMPLES`).
 
     Returns:
         The document (UTF-8 text; no external resource).
     """
-    rows = list(grades)
-    report = estimate_tallies(
-        [Tally(g.fn, g.passed, bool(g.tests.timeouts), g.infra) for g in rows], ks
-    )
+    seen = _Overview(max_samples)
+    for grade in grades:
+        seen.add(grade)
+    report = estimate_tallies(seen.tallies, ks)
+    rows = seen.embedded()
     codes = {g.id: (sources or {}).get(g.id) for g in rows}
     csp = (
         f"default-src 'none'; style-src '{_csp_hash(_CSS)}'; script-src '{_csp_hash(_JS)}'; "
@@ -89,13 +99,13 @@ def render_html(
     tasks = len(report.tasks)
     body = [
         f"<h1>{_e(title)}</h1>",
-        f'<p class="sub">{len(rows)} samples \u00b7 {tasks} tasks</p>',
-        _cards(rows, report),
+        f'<p class="sub">{seen.n} samples \u00b7 {tasks} tasks</p>',
+        _cards(seen, report),
         "<h2>Pass rate per task</h2>",
-        f'<div class="panel">{_chart(rows)}</div>',
+        f'<div class="panel">{_chart(seen.per_task)}</div>',
         "<h2>Tasks</h2>",
-        _task_table(rows, report),
-        _samples(rows, codes, case_names or {}),
+        _task_table(seen.per_task, report),
+        _samples(rows, codes, case_names or {}, of=seen.n),
         _summary_json(summary),
         "<footer>Self-contained report written by gradebox: no network, no external files. "
         "Hidden cases are named by index (and name, where the hidden file gives one); "
@@ -120,9 +130,18 @@ def write_html(
     sources: Mapping[str, str] | None = None,
     case_names: Mapping[str, Sequence[str | None]] | None = None,
     ks: Sequence[int] = (1, 5, 10),
+    max_samples: int | None = None,
 ) -> None:
     """Write the report to ``path``; see :func:`render_html` for the arguments."""
-    text = render_html(grades, summary, title=title, sources=sources, case_names=case_names, ks=ks)
+    text = render_html(
+        grades,
+        summary,
+        title=title,
+        sources=sources,
+        case_names=case_names,
+        ks=ks,
+        max_samples=max_samples,
+    )
     Path(path).write_text(text, encoding="utf-8")
 
 
@@ -134,7 +153,70 @@ def _card(title: str, big: str, *lines: str) -> str:
     return f'<div class="card"><h3>{_e(title)}</h3><div class="big">{big}</div>{more}</div>'
 
 
-def _cards(rows: Sequence[Grade], report: PassKReport) -> str:
+class _Overview:
+    """Everything the cards, chart and table count, one grade at a time; the embedded samples."""
+
+    def __init__(self, max_samples: int | None) -> None:
+        self.cap = MAX_SAMPLES if max_samples is None else max(0, max_samples)
+        self.n = self.timed_out = self.cases = self.infra = 0
+        self.verdicts: Counter[str] = Counter()
+        self.tallies: list[Tally] = []
+        self._same: dict[Tally, Tally] = {}  # one object per distinct tally
+        self.per_task: dict[str, Counter[str]] = {}
+        self.judged = self.cache_hits = 0
+        self.status: Counter[str] = Counter()
+        self.table: Counter[tuple[str, str]] = Counter()
+        self.checked = self.tool_errors = 0
+        self.severities: Counter[str] = Counter()
+        self.effects: Counter[str] = Counter()
+        self._failing: list[tuple[int, Grade]] = []
+        self._passing: list[tuple[int, Grade]] = []
+
+    def add(self, g: Grade) -> None:
+        verdict = g.verdict.verdict
+        tally = Tally(g.fn, g.passed, bool(g.tests.timeouts), g.infra)
+        self.tallies.append(self._same.setdefault(tally, tally))
+        self.verdicts[verdict] += 1
+        self.timed_out += bool(g.tests.timeouts)
+        self.cases += len(g.tests.timeouts)
+        self.infra += g.infra
+        counts = self.per_task.setdefault(g.fn, Counter())
+        counts["n"] += 1
+        counts[verdict] += 1
+        counts["timeouts"] += bool(g.tests.timeouts)
+        counts["infra"] += g.infra
+        if verdict != "pass":
+            counts["reason:" + g.verdict.reason] += 1
+        self._judge(g)
+        if g.static is not None:
+            self.checked += 1
+            self.severities.update(f.severity for f in g.static.findings)
+            self.effects[g.static.effect] += 1
+            self.tool_errors += bool(g.static.infra_error)
+        kept = self._passing if verdict == "pass" else self._failing
+        if len(kept) < self.cap:
+            kept.append((self.n, g))
+        self.n += 1
+
+    def _judge(self, g: Grade) -> None:
+        j = g.judge
+        if j is None:
+            return
+        self.judged += 1
+        if j.status == "skipped":
+            return
+        self.status[str(j.status)] += 1
+        self.cache_hits += j.cache_hit
+        if j.status == "scored" and j.verdict in ("match", "mismatch"):
+            self.table[(str(j.verdict), "pass" if _tests_passed(g) else "fail")] += 1
+
+    def embedded(self) -> list[Grade]:
+        """The samples to embed: those that did not pass first, up to the cap, in input order."""
+        chosen = self._failing + self._passing[: self.cap - len(self._failing)]
+        return [g for _, g in sorted(chosen, key=lambda item: item[0])]
+
+
+def _cards(seen: _Overview, report: PassKReport) -> str:
     cards = []
     missing = []
     for k, mean in report.mean.items():
@@ -143,28 +225,26 @@ def _cards(rows: Sequence[Grade], report: PassKReport) -> str:
             continue
         cover = f"mean over <b>{mean.tasks}</b> of {mean.of} tasks"
         cards.append(_card(f"pass@{k}", _e(format_value(mean.value)), cover))
-    verdicts: Counter[str] = Counter(r.verdict.verdict for r in rows)
+    verdicts = seen.verdicts
     cards.append(
         _card(
             "verdicts",
-            f"{verdicts['pass']} / {len(rows)}",
+            f"{verdicts['pass']} / {seen.n}",
             f"pass <b>{verdicts['pass']}</b> \u00b7 fail <b>{verdicts['fail']}</b> \u00b7 "
             f"needs review <b>{verdicts['needs_review']}</b>",
-            _verdict_bar(verdicts, len(rows)),
+            _verdict_bar(verdicts, seen.n),
         )
     )
-    cases = sum(len(r.tests.timeouts) for r in rows)
-    infra = sum(r.infra for r in rows)
     cards.append(
         _card(
             "timeouts",
-            str(sum(bool(r.tests.timeouts) for r in rows)),
-            f"samples with a timeout \u00b7 <b>{cases}</b> cases timed out",
-            f"infrastructure errors <b>{infra}</b>",
+            str(seen.timed_out),
+            f"samples with a timeout \u00b7 <b>{seen.cases}</b> cases timed out",
+            f"infrastructure errors <b>{seen.infra}</b>",
         )
     )
-    cards.append(_judge_card(rows))
-    cards.append(_static_card(rows))
+    cards.append(_judge_card(seen))
+    cards.append(_static_card(seen))
     html_ = f'<div class="cards">{"".join(cards)}</div>'
     if missing:
         html_ += (
@@ -189,21 +269,17 @@ def _stack(counts: Counter[str], total: int, x: float, y: int, width: int, heigh
     return "".join(out)
 
 
-def _judge_card(rows: Sequence[Grade]) -> str:
-    judged = [(r, r.judge) for r in rows if r.judge is not None]
-    asked = [(r, j) for r, j in judged if j.status != "skipped"]
+def _judge_card(seen: _Overview) -> str:
+    asked = sum(seen.status.values())
     if not asked:
         return _card(
             "judge",
             "\u2014",
-            "not run for this report" if not judged else f"skipped on all {len(judged)} samples",
+            "not run for this report"
+            if not seen.judged
+            else f"skipped on all {seen.judged} samples",
         )
-    status = Counter(str(j.status) for _, j in asked)
-    table = Counter(
-        (str(j.verdict), "pass" if _tests_passed(r) else "fail")
-        for r, j in asked
-        if j.status == "scored" and j.verdict in ("match", "mismatch")
-    )
+    status, table = seen.status, seen.table
     kappa = _kappa(table)
     agree = table[("match", "pass")] + table[("mismatch", "fail")]
     scored = sum(table.values())
@@ -213,7 +289,7 @@ def _judge_card(rows: Sequence[Grade]) -> str:
         f"agrees with hidden tests on <b>{agree}</b> of {scored} scored",
         f"scored <b>{status['scored']}</b> \u00b7 unscored <b>{status['needs_review']}</b> "
         f"\u00b7 unavailable <b>{status['unavailable']}</b>",
-        f"cache hits <b>{sum(j.cache_hit for _, j in asked)}</b>",
+        f"cache hits <b>{seen.cache_hits}</b>",
     )
 
 
@@ -233,39 +309,23 @@ def _kappa(t: Counter[tuple[str, str]]) -> float | None:
     return None if expected == 1 else ((a + d) / n - expected) / (1 - expected)
 
 
-def _static_card(rows: Sequence[Grade]) -> str:
-    checked = [r.static for r in rows if r.static is not None]
-    if not checked:
+def _static_card(seen: _Overview) -> str:
+    if not seen.checked:
         return _card("static findings", "\u2014", "static layers not run")
-    sev: Counter[str] = Counter(f.severity for s in checked for f in s.findings)
-    effects = Counter(s.effect for s in checked)
+    sev, effects = seen.severities, seen.effects
     return _card(
         "static findings",
         str(sum(sev.values())),
         " \u00b7 ".join(f"{k} <b>{sev[k]}</b>" for k in _SEVERITIES),
         f"policy fail <b>{effects['fail']}</b> \u00b7 review <b>{effects['review']}</b> "
-        f"\u00b7 tool errors <b>{sum(bool(s.infra_error) for s in checked)}</b>",
+        f"\u00b7 tool errors <b>{seen.tool_errors}</b>",
     )
 
 
 # --- chart and task table --------------------------------------------------------------
 
 
-def _per_task(rows: Sequence[Grade]) -> dict[str, Counter[str]]:
-    out: dict[str, Counter[str]] = {}
-    for r in rows:
-        counts = out.setdefault(r.fn, Counter())
-        counts["n"] += 1
-        counts[r.verdict.verdict] += 1
-        counts["timeouts"] += bool(r.tests.timeouts)
-        counts["infra"] += r.infra
-        if r.verdict.verdict != "pass":
-            counts["reason:" + r.verdict.reason] += 1
-    return out
-
-
-def _chart(rows: Sequence[Grade]) -> str:
-    per = _per_task(rows)
+def _chart(per: Mapping[str, Counter[str]]) -> str:
     order = sorted(per, key=lambda fn: (per[fn]["pass"] / per[fn]["n"], fn))
     shown = order[:_CHART_TASKS]
     left, width, step = 190, 790, 26
@@ -302,8 +362,7 @@ def _bar(fn: str, c: Counter[str], left: int, width: int, y: int) -> str:
     )
 
 
-def _task_table(rows: Sequence[Grade], report: PassKReport) -> str:
-    per = _per_task(rows)
+def _task_table(per: Mapping[str, Counter[str]], report: PassKReport) -> str:
     ks = [k for k, m in report.mean.items() if m.tasks or k == 1]
     head = "".join(f'<th class="num">pass@{k}</th>' for k in ks)
     out = [
@@ -335,6 +394,8 @@ def _samples(
     rows: Sequence[Grade],
     codes: Mapping[str, str | None],
     names: Mapping[str, Sequence[str | None]],
+    *,
+    of: int,
 ) -> str:
     counts: Counter[str] = Counter(r.verdict.verdict for r in rows)
     buttons = "".join(
@@ -358,7 +419,17 @@ def _samples(
         '<button type="button" id="expand">expand / collapse</button>'
         f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
         f'<div class="legend">hidden case outcomes: {legend}</div>'
+        + _capped(len(rows), of)
         + "".join(_sample(r, codes.get(r.id), names.get(r.fn, ()), opened=r is first) for r in rows)
+    )
+
+
+def _capped(shown: int, of: int) -> str:
+    if shown == of:
+        return ""
+    return (
+        f'<p class="note">This report embeds {shown} of {of} samples (those that did not '
+        "pass first, in input order); every sample is in results.jsonl.</p>"
     )
 
 

@@ -6,6 +6,12 @@ are kept, the rest are graded, and the rows stream out in input order, kept
 and new alike, to ``--out`` (or stdout) while the new ones are appended to
 ``DIR/results.jsonl``. At the end SARIF, JUnit and HTML are written from every
 row of the run: to the paths asked for, and always into the run directory.
+
+No list of the run's rows is kept: rows go to disk as they finish, and the
+summary and reports read them back from there (:meth:`RunOutput.rows`): from
+``--out`` when it is a regular file, else from a private spool file written
+beside stdout. The HTML report embeds a capped number of samples
+(:data:`gradebox.reports.html.MAX_SAMPLES`).
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +32,7 @@ from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, desc
 from gradebox.runs.passk import is_infra
 from gradebox.runs.rundir import HASH_FIELD, RunDir, write_atomic
 
-__all__ = ["Plan", "Reports", "RunOutput", "sarif_log"]
+__all__ = ["LazySources", "Plan", "Reports", "RunOutput", "sarif_log"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,42 @@ class Plan:
             "graded": len(self.todo),
             "regraded": {reason: len(ids) for reason, ids in self.why.items()},
         }
+
+
+class LazySources(Mapping[str, str]):
+    """Extracted code by sample id, extracted again at each lookup.
+
+    The reports look up a few samples' code (the HTML report embeds a capped
+    number) or every finding's sample (SARIF): holding every sample's code for
+    that would grow with the run.
+    """
+
+    def __init__(self, samples: Sequence[Sample], code: Callable[[Sample], str | None]) -> None:
+        """Look samples up by id.
+
+        Args:
+            samples: The run's samples.
+            code: A sample's extracted code, ``None`` when extraction failed.
+        """
+        self._index = {s.id: k for k, s in enumerate(samples)}
+        self._samples = samples
+        self._code = code
+
+    def __getitem__(self, sample_id: str) -> str:
+        """The sample's extracted code; ``KeyError`` when there is none."""
+        k = self._index.get(sample_id)
+        code = None if k is None else self._code(self._samples[k])
+        if code is None:
+            raise KeyError(sample_id)
+        return code
+
+    def __iter__(self) -> Iterator[str]:
+        """Ids of the samples whose code extracts, in input order."""
+        return (s.id for s in self._samples if self._code(s) is not None)
+
+    def __len__(self) -> int:
+        """How many samples' code extracts."""
+        return sum(1 for _ in self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +128,22 @@ class RunOutput:
         self.prints = prints or {}
         self.hashes = {sid: combine(parts) for sid, parts in self.prints.items()}
         self.plan = Plan(todo=[], kept={})
+        self._written: Path | None = None
+        self._spool: tempfile.TemporaryDirectory[str] | None = None
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every row :meth:`stream` wrote, read back from disk one at a time, in input order."""
+        if self._written is None:
+            return
+        with self._written.open(encoding="utf-8") as rows:
+            for line in rows:
+                yield json.loads(line)
+
+    def close(self) -> None:
+        """Remove the spool file, if any; safe to call twice."""
+        if self._spool is not None:
+            self._spool.cleanup()
+            self._spool = None
 
     def todo(self, samples: Sequence[Sample]) -> Plan:
         """Decide what to grade; with a run dir, drop its stale rows and record why."""
@@ -118,7 +177,7 @@ class RunOutput:
         appended to the run directory. Rows out carry no ``input_sha256``.
         """
         fresh = iter(new_rows)
-        with self._sinks() as (out, run):
+        with self._sinks() as (out, spool, run):
             for s in samples:
                 kept = self.plan.kept.get(s.id)
                 if kept is not None:
@@ -127,23 +186,37 @@ class RunOutput:
                     row = next(fresh)
                     if run is not None:
                         run.write(row, self.hashes.get(row["id"], ""))
-                if out is not None:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    out.flush()
+                line = json.dumps(row, ensure_ascii=False) + "\n"
+                out.write(line)
+                out.flush()
+                if spool is not None:
+                    spool.write(line)
                 yield row
 
+    def write(self, samples: Sequence[Sample], new_rows: Iterable[dict[str, Any]]) -> None:
+        """:meth:`stream` to the end, keeping no row (read them back with :meth:`rows`)."""
+        for _row in self.stream(samples, new_rows):
+            pass
+
     @contextlib.contextmanager
-    def _sinks(self) -> Iterator[tuple[IO[str] | None, Any]]:
+    def _sinks(self) -> Iterator[tuple[IO[str], IO[str] | None, Any]]:
         with contextlib.ExitStack() as stack:
             out: IO[str] = sys.stdout
-            if self.config.out is not None:
-                out = stack.enter_context(Path(self.config.out).open("w", encoding="utf-8"))
+            spool: IO[str] | None = None
+            target = Path(self.config.out) if self.config.out is not None else None
+            if target is not None:
+                out = stack.enter_context(target.open("w", encoding="utf-8"))
+            if target is not None and target.is_file():
+                self._written = target  # read back from there
+            else:  # stdout or a pipe: a private copy to read back
+                self._spool = tempfile.TemporaryDirectory(prefix="gradebox-rows-")
+                self._written = Path(self._spool.name) / "rows.jsonl"
+                spool = stack.enter_context(self._written.open("x", encoding="utf-8"))
             run = stack.enter_context(self.run.append_results()) if self.run else None
-            yield out, run
+            yield out, spool, run
 
     def finish(
         self,
-        rows: list[dict[str, Any]],
         summary: dict[str, Any],
         reports: Reports,
         *,
@@ -152,8 +225,9 @@ class RunOutput:
     ) -> None:
         """Write SARIF, JUnit, HTML, and the run dir's summary and manifest.
 
+        Every report reads the rows back from disk (:meth:`rows`).
+
         Args:
-            rows: Every row of the run, in input order.
             summary: The run's summary.
             reports: Code and case names for the reports.
             manifest: Keyword arguments for :meth:`gradebox.runs.rundir.RunDir.write_manifest`.
@@ -164,19 +238,20 @@ class RunOutput:
         from gradebox.reports.junit import write_junit  # noqa: PLC0415
 
         c, run = self.config, self.run
-        # Reports read typed grades; a row that does not read back is a bug, loud here.
-        grades = [Grade.from_row(r) for r in rows]
-        sarif = sarif_log(grades, reports) if c.sarif or run else None
+        sarif = sarif_log(self.grades(), reports) if c.sarif or run else None
         for path in (c.sarif, run.sarif if run else None):
             if path is not None and sarif is not None:
                 write_atomic(Path(path), json.dumps(sarif, indent=1) + "\n")
-        for path in (c.junit, run.junit if run else None):
-            if path is not None:
+        junit = [p for p in (c.junit, run.junit if run else None) if p is not None]
+        if junit:
+            grades = list(self.grades())  # JUnit groups samples by task: it holds them all
+            for path in junit:
                 write_junit(grades, Path(path))
+            del grades
         for path in (c.html, run.html if run else None):
             if path is not None:
                 write_html(
-                    grades,
+                    self.grades(),
                     summary,
                     Path(path),
                     title="gradebox run",
@@ -186,10 +261,14 @@ class RunOutput:
         if run is not None:
             run.reorder(order)
             run.write_summary(summary)
-            run.write_manifest(**manifest, rows=rows, resumed=len(self.plan.kept))
+            run.write_manifest(**manifest, rows=self.rows(), resumed=len(self.plan.kept))
+
+    def grades(self) -> Iterator[Grade]:
+        """:meth:`rows` as typed grades; a row that does not read back is a bug, loud here."""
+        return (Grade.from_row(r) for r in self.rows())
 
 
-def sarif_log(grades: Sequence[Grade], reports: Reports) -> dict[str, Any]:
+def sarif_log(grades: Iterable[Grade], reports: Reports) -> dict[str, Any]:
     """SARIF 2.1.0 of every finding of the run, each sample in ``candidates/<id>.py``."""
     from static.findings import Finding  # noqa: PLC0415 - static loads only for reports
     from static.sarif import to_sarif  # noqa: PLC0415

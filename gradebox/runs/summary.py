@@ -26,31 +26,43 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
     pass@1 with n samples of which c pass is c/n (the unbiased estimator at k=1);
     the average is over tasks, each task weighted equally.
+
+    One pass over ``rows`` (rows read back from a file need not fit in memory);
+    only rows with a judge result are kept, for the judge's figures.
     """
-    rows = list(rows)
-    verdicts = Counter(r["verdict"] for r in rows)
-    reasons = Counter(r["reason"] for r in rows)
+    verdicts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    counts: Counter[str] = Counter()
     per_task: dict[str, list[int]] = {}
+    static = _StaticTally()
+    judged: list[dict[str, Any]] = []
     for r in rows:
+        verdicts[r["verdict"]] += 1
+        reasons[r["reason"]] += 1
         c_n = per_task.setdefault(r["fn"], [0, 0])
         c_n[0] += bool(r["pass"])
         c_n[1] += 1
+        counts["with_timeouts"] += bool(r["timeouts"])
+        counts["with_errors"] += "error" in r["outcomes"]
+        counts["with_crashes"] += "crash" in r["outcomes"]
+        counts["infra_errors"] += bool(r.get("infra_error"))
+        if r.get("static"):
+            static.add(r["static"])
+        if r.get("judge"):
+            judged.append(r)
     tasks = {fn: {"n": n, "c": c, "pass@1": c / n} for fn, (c, n) in sorted(per_task.items())}
     return {
-        "samples": len(rows),
+        "samples": verdicts.total(),
         "passed": verdicts.get("pass", 0),
         "failed": verdicts.get("fail", 0),
         "needs_review": verdicts.get("needs_review", 0),
-        "with_timeouts": sum(1 for r in rows if r["timeouts"]),
-        "with_errors": sum(1 for r in rows if "error" in r["outcomes"]),
-        "with_crashes": sum(1 for r in rows if "crash" in r["outcomes"]),
-        "infra_errors": sum(1 for r in rows if r.get("infra_error")),
+        **{k: counts[k] for k in ("with_timeouts", "with_errors", "with_crashes", "infra_errors")},
         "reasons": dict(sorted(reasons.items())),
         "k": 1,
         "pass@1": (sum(t["pass@1"] for t in tasks.values()) / len(tasks)) if tasks else None,
         "tasks": tasks,
-        "static": _static(rows),
-        "judge": _judge(rows),
+        "static": static.result(),
+        "judge": _judge(judged),
     }
 
 
@@ -58,18 +70,28 @@ _SEVERITIES = ("high", "medium", "low", "info")
 _STATUSES = ("scored", "needs_review", "unavailable", "skipped")
 
 
-def _static(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    checked = [r["static"] for r in rows if r.get("static")]
-    severities: Counter[str] = Counter()
-    for s in checked:
-        severities.update(s["counts"]["by_severity"])
-    return {
-        "checked": len(checked),
-        "findings": {k: severities.get(k, 0) for k in _SEVERITIES},
-        "policy_fail": sum(1 for s in checked if s["effect"] == "fail"),
-        "policy_review": sum(1 for s in checked if s["effect"] == "review"),
-        "infra_errors": sum(1 for s in checked if s["infra_error"]),
-    }
+class _StaticTally:
+    """The static figures, counted one row's ``static`` field at a time."""
+
+    def __init__(self) -> None:
+        self.checked = self.policy_fail = self.policy_review = self.infra_errors = 0
+        self.severities: Counter[str] = Counter()
+
+    def add(self, s: dict[str, Any]) -> None:
+        self.checked += 1
+        self.severities.update(s["counts"]["by_severity"])
+        self.policy_fail += s["effect"] == "fail"
+        self.policy_review += s["effect"] == "review"
+        self.infra_errors += bool(s["infra_error"])
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "checked": self.checked,
+            "findings": {k: self.severities.get(k, 0) for k in _SEVERITIES},
+            "policy_fail": self.policy_fail,
+            "policy_review": self.policy_review,
+            "infra_errors": self.infra_errors,
+        }
 
 
 def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:

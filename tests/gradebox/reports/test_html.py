@@ -298,3 +298,29 @@ def test_report_of_a_real_run_shows_code_case_names_and_explained_failures(tmp_p
     assert "Failed cases, explained (2)" in text
     assert "<code>[41]</code>" in text and "<code>42</code>" in text
     assert "&lt;b&gt;no&lt;/b&gt;" in text.split("Failed cases, explained")[1]
+
+
+def test_a_large_run_embeds_a_capped_number_of_samples_failures_first(run):
+    rows, sources = run
+    many = [r | {"id": f"{r['id']}-{k}"} for k in range(20) for r in rows]
+    grades = _g(many)
+    text = render_html(iter(grades), summarize(many), sources=sources, max_samples=7)
+    tags = _tags(text)
+    embedded = _classes(tags, "details", "sample")
+    failing = sum(g.verdict.verdict != "pass" for g in grades)
+    assert len(embedded) == 7
+    assert [a["data-verdict"] != "pass" for a in embedded] == [True] * min(7, failing) + [
+        False
+    ] * max(0, 7 - failing)
+    assert f"embeds 7 of {len(many)} samples" in text
+    # Cards and tables count every sample, not only the embedded ones.
+    assert f"{len(many)} samples" in text
+    passed = sum(g.verdict.verdict == "pass" for g in grades)
+    assert f"{passed} / {len(many)}" in text
+
+
+def test_a_run_under_the_cap_embeds_every_sample_without_a_note(run):
+    rows, sources = run
+    text = render_html(_g(rows), summarize(rows), sources=sources)
+    assert len(_classes(_tags(text), "details", "sample")) == len(rows)
+    assert "This report embeds" not in text
