@@ -76,6 +76,8 @@ _DIR = click.Path(path_type=Path, file_okay=False)
               help="Seconds per pytest run.")  # fmt: skip
 @click.option("--memory-mb", type=click.IntRange(256, 65536), default=4096, show_default=True,
               help="Memory of each test run's whole process tree.")  # fmt: skip
+@click.option("--tree-mb", type=click.IntRange(16, 65536), default=1024, show_default=True,
+              help="Size of the in-memory copy of the tree a test run works in.")  # fmt: skip
 @click.option("--no-static", is_flag=True, help="Skip the differential static layers.")
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               default="added", show_default=True, help="Which new findings count.")  # fmt: skip
@@ -191,7 +193,11 @@ def _config(o: dict[str, object]) -> GateConfig:
             from gradebox.pipeline.static import load_policy  # noqa: PLC0415
 
             static = dataclasses.replace(static, policy=load_policy(_path(o["static_policy"])))
-    limits = CommandLimits(timeout_s=float(o["timeout"]), memory_mb=int(str(o["memory_mb"])))  # type: ignore[arg-type]
+    limits = CommandLimits(
+        timeout_s=float(str(o["timeout"])),
+        memory_mb=int(str(o["memory_mb"])),
+        tmp_mb=int(str(o["tree_mb"])),
+    )
     return GateConfig(
         limits=limits,
         base_runs=int(str(o["base_runs"])),
