@@ -24,6 +24,7 @@ from gradebox.patches.staticdiff import StaticSettings
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
+from static.config import StaticConfig
 
 if TYPE_CHECKING:
     from judge import Judge
@@ -186,9 +187,11 @@ def _config(o: dict[str, object]) -> GateConfig:
         python = find_python(_opt(o["sandbox_python"]))
     except IsolationUnavailable as exc:
         raise SetupError(str(exc)) from exc
+    cache = _path(o["env_cache"]) if o["env_cache"] else default_cache()
     static = None
     if not o["no_static"]:
-        static = StaticSettings(filter_mode=o["filter_mode"])  # type: ignore[arg-type]
+        tools = StaticConfig(cache_dir=cache.parent / "mypy-cache")  # stdlib analysed once
+        static = StaticSettings(config=tools, filter_mode=o["filter_mode"])  # type: ignore[arg-type]
         if o["static_policy"]:
             from gradebox.pipeline.static import load_policy  # noqa: PLC0415
 
@@ -203,7 +206,7 @@ def _config(o: dict[str, object]) -> GateConfig:
         base_runs=int(str(o["base_runs"])),
         protect_mode=o["protect_mode"],  # type: ignore[arg-type]
         env=_path(o["env_dir"]) if o["env_dir"] else None,
-        env_cache=_path(o["env_cache"]) if o["env_cache"] else default_cache(),
+        env_cache=cache,
         python=python,
         static=static,
     )

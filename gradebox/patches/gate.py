@@ -34,7 +34,7 @@ from gradebox.patches.env import TestEnv, default_cache, ensure_env, given_env
 from gradebox.patches.model import ApplyReport, GateRow, GateSpec, ProtectMode, TestsPart
 from gradebox.patches.protect import DEFAULT_PROTECT, glob_matches, protected_paths
 from gradebox.patches.staticdiff import StaticSettings, diff_size, differential
-from gradebox.patches.tamper import TamperHit, scan
+from gradebox.patches.tamper import TamperHit, scan, shadows
 from gradebox.patches.testrun import Status, SuiteRun, run_suite
 from gradebox.patches.verdict import categorize, decide, quarantine
 from sandbox.command import CommandLimits
@@ -298,6 +298,8 @@ def _tamper(
         ours = any(glob_matches(p, c.path) for p in protected if "#" not in p)
         if c.path.endswith(".py") and c.path in head_texts and not ours:
             hits += scan(c.path, head_texts[c.path], c.added_lines)
+            shadow = shadows(c.path) if c.kind in ("added", "renamed") else None
+            hits += [shadow] if shadow is not None else []
     return hits
 
 

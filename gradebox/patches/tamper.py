@@ -17,7 +17,10 @@ the lines. Each check has a stable id:
   ``os._exit``, ``os.kill``, ``signal``, ``faulthandler``, ``threading.excepthook``;
 - ``T005`` patches builtins: imports ``builtins``, or names ``__builtins__``;
 - ``T006`` reaches for names in strings: ``importlib``/``__import__``,
-  ``getattr``/``setattr`` with a non-literal name, ``exec``/``eval``/``compile``.
+  ``getattr``/``setattr`` with a non-literal name, ``exec``/``eval``/``compile``;
+- ``T007`` adds a top-level module (``json.py``, ``src/re/__init__.py``) named like
+  a standard-library module: on the tests' ``PYTHONPATH`` it would be imported
+  in its place, by pytest too (:func:`shadows`).
 
 This is a tripwire for review, not a proof: the scan reads syntax, and code
 can reach the same places in ways it cannot see. The sandbox and the
@@ -27,11 +30,12 @@ cross-checks of :mod:`gradebox.patches.testrun` hold without it.
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["TamperHit", "scan"]
+__all__ = ["TamperHit", "scan", "shadows"]
 
 _MODULES = {"pytest": "T001", "_pytest": "T001", "unittest": "T001", "pluggy": "T001",
             "doctest": "T001", "py": "T001", "atexit": "T004", "signal": "T004",
@@ -140,3 +144,18 @@ def _call(node: ast.Call) -> Iterator[tuple[ast.AST, str, str]]:
         and not isinstance(node.args[1], ast.Constant)
     ):
         yield node, "T006", f"calls {name}() with a computed name"
+
+
+def shadows(path: str) -> TamperHit | None:
+    """A ``T007`` hit when an added file is a top-level module named like a stdlib one."""
+    parts = path.split("/")
+    if parts[0] == "src":
+        parts = parts[1:]
+    if not parts or not path.endswith(".py"):
+        return None
+    top = parts[0][:-3] if len(parts) == 1 else parts[0]
+    if len(parts) > 2 or (len(parts) == 2 and parts[1] != "__init__.py"):
+        return None
+    if top in sys.stdlib_module_names:
+        return TamperHit(path, 1, "T007", f"shadows the standard library module {top}")
+    return None

@@ -132,3 +132,12 @@ def test_readonly_paths_cover_whole_test_dirs_and_config_files(tmp_path):
         "conftest.py", "pkg/test_util.py", "pkg/tests", "pyproject.toml", "sitecustomize.py",
         "tests",
     ]  # fmt: skip
+
+
+def test_a_module_shadowing_the_standard_library_is_a_tamper_risk():
+    from gradebox.patches.tamper import shadows
+
+    assert shadows("json.py").rule == "T007"
+    assert shadows("src/re/__init__.py").what == "shadows the standard library module re"
+    assert shadows("calc/json.py") is None and shadows("jsonx.py") is None
+    assert shadows("re/sub/x.py") is None
