@@ -33,6 +33,7 @@ from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
 
 __all__ = [
+    "hidden_file_schema",
     "load_hidden",
     "load_public",
     "parse_hidden_case",
@@ -165,8 +166,23 @@ def load_hidden(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[Hidde
         InputError: When any line is bad (unless ``skip_bad_lines``), and always
             when the file is missing, unreadable, empty or has no good line.
     """
-    cases, found = _collect(path, "hidden.schema.json", parse_hidden_case)
+    cases, found = read_jsonl(path, hidden_file_schema(), parse_hidden_case)
     return cases, _finish(path, found, bool(cases), skip_bad_lines=skip_bad_lines)
+
+
+def hidden_file_schema() -> dict[str, Any]:
+    """The schema of a ``hidden.jsonl`` line: every kind of case.
+
+    ``hidden.schema.json`` is the function case (also what the service accepts);
+    ``hidden_kinds.schema.json`` adds stdio and program cases, ``rel_tol`` and
+    ``compare``, and replaces its ``required`` and ``allOf``.
+    """
+    schema = _schema("hidden.schema.json")
+    kinds = _schema("hidden_kinds.schema.json")
+    schema["properties"] = {**schema["properties"], **kinds["properties"]}
+    schema["required"] = ["fn"]
+    schema["allOf"] = kinds["allOf"]
+    return schema
 
 
 def load_public(

@@ -194,8 +194,11 @@ class Watch:
 
 
 def _called_by_candidate() -> bool:
-    """Whether candidate code itself called ``sys._getframe`` (asked from inside the hook:
-    frame 0 is the hook, frame 1 whoever called into the audited function)."""
+    """Whether candidate code itself called ``sys._getframe``.
+
+    Asked from inside the hook: frame 1 is the hook, frame 2 whoever called the
+    audited function.
+    """
     try:
         return bool(sys._getframe(2).f_code.co_filename == "<candidate>")
     except (ValueError, AttributeError):

@@ -159,3 +159,25 @@ def test_stdio_case_lines_are_checked(tmp_path: Path) -> None:
     text = "\n".join(err.value.problems)
     for line in (1, 2, 3, 4):
         assert f"{bad}:{line}:" in text
+
+
+def test_kinds_are_a_hidden_jsonl_extension_not_the_function_case_schema() -> None:
+    """The service validates task bodies with hidden.schema.json (function cases only);
+    hidden.jsonl files take every kind (the merged schema)."""
+    import json as _json
+    from importlib import resources
+
+    from jsonschema import Draft202012Validator
+
+    from sandbox.cases import hidden_file_schema
+
+    function_only = _json.loads(
+        (resources.files("sandbox") / "schemas" / "hidden.schema.json").read_text("utf-8")
+    )
+    merged = hidden_file_schema()
+    Draft202012Validator.check_schema(merged)
+    line = {"fn": "p", "kind": "stdio", "stdin": "1", "expect": "1"}
+    assert not Draft202012Validator(merged).is_valid({**line, "args": []})
+    assert Draft202012Validator(merged).is_valid(line)
+    assert not Draft202012Validator(function_only).is_valid(line)
+    assert Draft202012Validator(merged).is_valid({"fn": "f", "args": [1], "expect": 1})
