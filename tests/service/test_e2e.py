@@ -52,7 +52,8 @@ class Server:
         out = log.with_suffix(".out")
         with out.open("wb") as stdout:
             self.proc = subprocess.Popen(argv, stdout=stdout, stderr=self.log)
-        deadline = time.monotonic() + 30
+        # Start-up: the sandbox self-check and warm static tools (~20 s at load 20 on 2 cores).
+        deadline = time.monotonic() + 120
         while True:
             try:
                 if httpx.get(f"{self.url}/readyz").status_code == 200:
