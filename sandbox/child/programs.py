@@ -6,8 +6,10 @@ at import) and as ``sandbox.child.programs`` by the tests.
 * **stdio**: the candidate's code runs as ``__main__`` once per case, with the
   case's stdin on file descriptor 0 (a memfd, so ``input()``, ``sys.stdin``,
   ``sys.stdin.buffer`` and ``open(0)`` all read it) and ``sys.stdout`` captured
-  into a capped buffer. The result is the captured text, a plain string: the
-  expected stdout never comes here, it is compared outside.
+  at the descriptor (a memfd on fd 1, so ``os.write(1, ...)`` and child
+  processes count too), up to the result limit. The result is the captured
+  text, a plain string: the expected stdout never comes here, it is compared
+  outside.
 * **program**: one test of a test program (a function taking no arguments, or
   ``Class.method`` of a ``unittest.TestCase``) runs against the candidate, in
   the candidate's process. Here the test holds its own expected values, so a
@@ -24,6 +26,7 @@ at import) and as ``sandbox.child.programs`` by the tests.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import math
 import operator
@@ -49,25 +52,37 @@ _type = type
 _id = id
 
 
-class _Sink(io.RawIOBase):
-    """A writable raw stream that keeps the first ``cap`` bytes and notes overflow."""
+class _Stdout:
+    """Descriptor 1 on a memfd for one case, and the pipe it replaced put back after.
 
-    def __init__(self, cap: int) -> None:
-        super().__init__()
-        self.cap = cap
-        self.data = bytearray()
-        self.overflow = False
+    At the descriptor, so ``print``, ``sys.stdout.buffer``, ``os.write(1, ...)`` and
+    child processes all land in the case's output.
+    """
 
-    def writable(self) -> bool:
-        return True
+    def __init__(self, real: Any) -> None:
+        with contextlib.suppress(BaseException):  # a stream an earlier case broke
+            real.flush()  # nothing printed before this case may land in its output
+        self.saved = os.dup(1)
+        fd = os.memfd_create("stdout", 0)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
 
-    def write(self, b: Any) -> int:
-        chunk = bytes(b)
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.overflow = True
-        self.data += chunk[: max(room, 0)]
-        return len(chunk)
+    def take(self, cap: int) -> bytes | None:
+        """What the case wrote (``None`` past ``cap`` bytes); descriptor 1 is the pipe again."""
+        data = bytearray()
+        try:
+            while len(data) <= cap:
+                chunk = os.pread(1, min(1 << 20, cap + 1 - len(data)), len(data))
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:  # the program put something unreadable on descriptor 1
+            data.clear()
+        finally:
+            os.dup2(self.saved, 1)
+            os.close(self.saved)
+        return None if len(data) > cap else bytes(data)
 
 
 def _feed_stdin(text: str) -> None:
@@ -94,14 +109,18 @@ def run_stdio(
     counts); any other exit code or exception is reported as raised.
     """
     real_out = sys.stdout
-    sink = _Sink(cap)
-    out = io.TextIOWrapper(io.BufferedWriter(sink), encoding="utf-8", errors="replace")
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     # Run with -S, so the site module's exit() and quit() are not there: programs use them.
     namespace["exit"] = namespace["quit"] = sys.exit
     raised: BaseException | None = None
     try:
         _feed_stdin(stdin)
+    except OSError as exc:  # a stdin past the file-size limit: cannot be given
+        return {"status": "raised", "exc": describe(exc)}
+    capture = _Stdout(real_out)
+    raw = io.FileIO(1, "w", closefd=False)
+    out = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="replace")
+    try:
         sys.stdout = out
         exec(code, namespace)
     except SystemExit as exc:
@@ -115,11 +134,12 @@ def run_stdio(
         out.flush()
     except BaseException as exc:  # the candidate closed or broke its stdout
         raised = raised or exc
+    data = capture.take(cap)
     if raised is not None:
         return {"status": "raised", "exc": describe(raised)}
-    if sink.overflow:
+    if data is None:
         return {"status": "unserializable", "detail": "output larger than the limit"}
-    return {"status": "returned", "value": sink.data.decode("utf-8", "replace")}
+    return {"status": "returned", "value": data.decode("utf-8", "replace")}
 
 
 def _module_state() -> dict[str, dict[str, int]]:

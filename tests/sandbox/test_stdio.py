@@ -43,6 +43,10 @@ READERS = {
     "if __name__ == '__main__':\n    main()\n",
     "exit_0": "print(sum(map(int, input().split())))\nexit()\nprint('not this')\n",
     "sys_exit_0": "import sys\nprint(sum(map(int, input().split())))\nsys.exit(0)\n",
+    "os_write": "import os\n"
+    "a, b = map(int, os.read(0, 100).split())\n"
+    "print(a + b, end='', flush=True)\n"
+    "os.write(1, b'\\n')\n",
     "threads": "import threading\nout = []\n"
     "t = threading.Thread(target=lambda: out.append(sum(map(int, input().split()))))\n"
     "t.start()\nt.join()\nprint(out[0])\n",
@@ -53,6 +57,17 @@ READERS = {
 def test_every_way_of_reading_stdin_works(shared_sandbox: Any, reader: str) -> None:
     cases = [stdio("1 2\n", "3\n"), stdio("40 2", "42"), stdio("-1 1\n", "0\n")]
     assert outcomes(shared_sandbox, READERS[reader], cases) == ["ok", "ok", "ok"]
+
+
+def test_output_at_the_descriptor_and_of_child_processes_counts(shared_sandbox: Any) -> None:
+    code = (
+        "import subprocess, sys\n"
+        "sys.stdout.write('a ')\n"
+        "sys.stdout.flush()\n"
+        "subprocess.run([sys.executable, '-I', '-S', '-c', 'print(\"b\")'], check=True)\n"
+        "print('c')\n"
+    )
+    assert outcomes(shared_sandbox, code, [stdio("", "a b c\n")]) == ["ok"]
 
 
 def test_each_case_runs_the_program_afresh(shared_sandbox: Any) -> None:
