@@ -12,7 +12,8 @@ at import) and as ``sandbox.child.programs`` by the tests.
   outside.
 * **program**: one test of a test program (a function taking no arguments, or
   ``Class.method`` of a ``unittest.TestCase``) runs against the candidate, in
-  the candidate's process. Here the test holds its own expected values, so a
+  the candidate's process, which sees the candidate's functions but the real
+  builtins and modules (:func:`_test_view`). Here the test holds its own expected values, so a
   candidate that is determined enough can forge the outcome: the row says
   ``kind: program``. What is detected of the known forgeries (:class:`Watch`):
   the candidate returning an object of its own class that defines ``__eq__``
@@ -252,6 +253,30 @@ def _custom_eq(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def _test_view(namespace: dict[str, Any]) -> dict[str, Any]:
+    """The candidate's module as the test program sees it.
+
+    Its functions and helpers are there (tests call them by name), but not what
+    would change the test's own meaning: the real ``builtins`` (a module-level
+    ``__builtins__`` of the candidate's is not used), no global shadowing a
+    builtin (a candidate's ``abs`` or ``isinstance`` stays the candidate's own),
+    and no stand-in bound to a standard-library module's name.
+    """
+    space: dict[str, Any] = {}
+    for name, value in namespace.items():
+        if name in _BUILTIN_NAMES and not name.startswith("_"):
+            continue
+        if name in sys.stdlib_module_names and sys.modules.get(name) is not value:
+            continue
+        space[name] = value
+    space["__builtins__"] = builtins
+    space["__name__"] = "test"
+    return space
+
+
+_BUILTIN_NAMES = frozenset(vars(builtins))
+
+
 class Programs:
     """The test programs of one job, each loaded on first use.
 
@@ -270,8 +295,7 @@ class Programs:
 
     def _load(self, index: int) -> dict[str, Any]:
         if index not in self.loaded:
-            space = dict(self.namespace)
-            space["__name__"] = "test"
+            space = _test_view(self.namespace)
             if callable(space.get(self.entry)):
                 space[self.entry] = self.watch.wrap(space[self.entry])
             code = compile(self.sources[index], "<test>", "exec", dont_inherit=True)

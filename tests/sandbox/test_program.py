@@ -102,6 +102,7 @@ ATTACK_OUTCOMES = {
     "program_inspect_stack": {"wrong"},
     "program_always_equal": {"wrong", "error"},  # Anything - 16 raises in check 2
     "program_patch_unittest": {"wrong"},
+    "program_shadow_builtins": {"wrong"},
 }
 
 
