@@ -34,6 +34,7 @@ import heapq
 import json
 import os
 import re
+import resource
 import select
 import signal
 import statistics
@@ -65,6 +66,12 @@ GRADEBOX_DEFAULT_TIMEOUTS_S = (2.0, 20.0)
 """``sandbox.types.Limits`` case and candidate timeouts, if that module cannot be imported."""
 
 
+def children_cpu() -> float:
+    """CPU seconds of every child process this one has waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def log(msg: str) -> None:
     """Progress on stderr (stdout carries the figures, or JSON with ``--json``)."""
     print(msg, file=sys.stderr, flush=True)
@@ -86,6 +93,8 @@ class RunResult:
     workers: int = 2
     wall_s: float = 0.0
     """Wall time of the runner's subprocess, interpreter startup included."""
+    cpu_s: float = 0.0
+    """CPU time (user + system) of the runner's subprocess and every process it waited for."""
     inner_s: float | None = None
     """Wall time of the grading loop alone, as measured inside the driver."""
     passed: int = 0
@@ -106,6 +115,11 @@ class RunResult:
     def cand_per_s(self) -> float:
         """Candidates graded per second of wall time."""
         return self.n / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def cpu_ms(self) -> float:
+        """CPU milliseconds per candidate (steadier than wall time on a loaded machine)."""
+        return self.cpu_s / self.n * 1000 if self.n else 0.0
 
     @property
     def overhead_ms(self) -> float:
@@ -133,6 +147,7 @@ class RunResult:
         if self.ok:
             d.update(
                 cand_per_s=round(self.cand_per_s, 2),
+                cpu_ms=round(self.cpu_ms, 2),
                 overhead_ms=round(self.overhead_ms, 2),
                 budget_wall_s=round(self.budget_wall_s, 3),
                 beyond_s=round(self.beyond_s, 3),
@@ -243,7 +258,7 @@ def run_gradebox(
             cmd += ["--case-timeout", str(opts.gradebox_case_timeout)]
         if opts.gradebox_candidate_timeout:
             cmd += ["--candidate-timeout", str(opts.gradebox_candidate_timeout)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), children_cpu()
         try:
             proc = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=opts.runner_timeout, check=False
@@ -251,7 +266,7 @@ def run_gradebox(
         except subprocess.TimeoutExpired:
             res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
             return res
-        res.wall_s = time.perf_counter() - t0
+        res.wall_s, res.cpu_s = time.perf_counter() - t0, children_cpu() - c0
         summary = proc.stderr.strip().splitlines()
         if proc.returncode != 0:
             res.status = "failed"
@@ -562,7 +577,7 @@ def run_driver(
         "--timeout",
         str(opts.timeout),
     ]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     try:
         proc = subprocess.run(
             cmd,
@@ -578,7 +593,7 @@ def run_driver(
     except OSError as exc:
         res.status, res.reason = "skipped", f"cannot run {python}: {exc}"
         return res
-    res.wall_s = time.perf_counter() - t0
+    res.wall_s, res.cpu_s = time.perf_counter() - t0, children_cpu() - c0
     lines = proc.stdout.strip().splitlines()
     try:
         out = json.loads(lines[-1])
@@ -679,6 +694,7 @@ def ratios(results: dict[str, RunResult], mix: bool) -> dict[str, dict[str, floa
                 continue
             entry: dict[str, float | None] = {
                 "throughput": round(gb.cand_per_s / other.cand_per_s, 3),
+                "cpu": round(other.cpu_ms / gb.cpu_ms, 3) if gb.cpu_ms else None,
                 "overhead": round(gb.overhead_ms / other.overhead_ms, 3),
             }
             net = net_cand_per_s(gb, startup)
@@ -700,7 +716,7 @@ def _format_row(name: str, r: RunResult, mix: bool, floor: RunResult | None) -> 
     inner = f"{r.inner_s:9.2f}" if r.inner_s is not None else f"{'-':>9}"
     row = (
         f"   {label:<11}{r.wall_s:8.2f}{inner}{r.cand_per_s:9.1f}{r.overhead_ms:9.2f}"
-        f"{r.passed:>8}{r.mismatches:>9}{r.timeouts:>5}"
+        f"{r.cpu_ms:9.2f}{r.passed:>8}{r.mismatches:>9}{r.timeouts:>5}"
     )
     if mix:
         row += f"{r.budget_wall_s:9.2f}{r.beyond_s:9.2f}{r.beyond_ms:9.2f}"
@@ -724,6 +740,8 @@ def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
         print(f"   gradebox start-up (one candidate, tests only): {startup.wall_s:.3f} s")
     for key, entry in rs.items():
         text = f"   ratio {key}: throughput {entry['throughput']:.2f} (>1: gradebox faster)"
+        if entry.get("cpu") is not None:
+            text += f", CPU per candidate {entry['cpu']:.2f} (>1: gradebox cheaper)"
         if entry.get("net_of_startup") is not None:
             text += f", net of start-up {entry['net_of_startup']:.2f}"
         if mix and entry.get("overhead_beyond_budget") is not None:
@@ -735,7 +753,11 @@ def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
     static, tests = results.get("gradebox_static"), results.get("gradebox")
     if static and static.ok and tests and tests.ok and static.n:
         extra = (static.wall_s - tests.wall_s) * static.workers / static.n * 1000
-        print(f"   static stage adds {extra:.2f} worker-ms per candidate (gb+static - gradebox)")
+        cpu = static.cpu_ms - tests.cpu_ms
+        print(
+            f"   static stage adds {extra:.2f} worker-ms (wall) and {cpu:.2f} CPU-ms per "
+            "candidate (gb+static - gradebox)"
+        )
 
 
 def _print_round_ratios(variant: str) -> None:
@@ -760,7 +782,7 @@ def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
     )
     print(f"   kinds: {kinds}; expected passes: {sum(wl.expected_pass)}")
     head = (
-        f"   {'runner':<11}{'wall_s':>8}{'inner_s':>9}{'cand/s':>9}{'ms/cand':>9}"
+        f"   {'runner':<11}{'wall_s':>8}{'inner_s':>9}{'cand/s':>9}{'ms/cand':>9}{'cpu_ms':>9}"
         f"{'passed':>8}{'mismatch':>9}{'t/o':>5}"
     )
     if mix:

@@ -75,12 +75,23 @@ from static.findings import FileErrors, Finding, Severity, ToolError
 from static.source import parse, uncompilable
 from static.tools import locate
 
-__all__ = ["MYPY_FLAGS", "WORKER_REQUESTS", "Worker", "check", "find_tool", "prepare"]
+__all__ = [
+    "MYPY_FLAGS",
+    "PYTHON_VERSION",
+    "WORKER_REQUESTS",
+    "Worker",
+    "check",
+    "find_tool",
+    "prepare",
+]
+
+PYTHON_VERSION = "3.11"
+"""The Python version mypy checks candidates against."""
 
 MYPY_FLAGS: tuple[str, ...] = (
     "--output=json",
     "--config-file=",
-    "--python-version=3.11",
+    f"--python-version={PYTHON_VERSION}",
     "--no-site-packages",
     "--follow-imports=skip",
     "--ignore-missing-imports",

@@ -223,11 +223,14 @@ def grade(**opts: Any) -> None:
       gradebox grade --hidden examples/hidden.jsonl --public examples/public.jsonl \\
                      --samples examples/samples.jsonl --out /tmp/results.jsonl --jobs 2
     """  # noqa: D301 - click needs a real \b to keep the example as written
-    sys.exit(run(build_config(opts, os.environ, tuple(sys.argv))))
+    sys.exit(run(build_config(opts, os.environ, tuple(sys.argv)), environ=os.environ))
 
 
-def run(config: RunConfig) -> int:
+def run(config: RunConfig, *, environ: Mapping[str, str] | None = None) -> int:
     """Grade a run as ``config`` says; return the exit code.
+
+    ``environ`` (the command's environment) places the static layers' kept
+    standard-library cache (``$XDG_CACHE_HOME/gradebox``); without it none is kept.
 
     Raises:
         BadInput: Bad input files or options (nothing was graded).
@@ -248,7 +251,7 @@ def run(config: RunConfig) -> int:
                     config.public,
                     skip_bad_lines=config.skip_bad_lines,
                 )
-                stages = _open_stages(config, inputs, stack)
+                stages = _open_stages(config, inputs, stack, environ)
             except BaseException:  # bad input, a missing tool, Ctrl-C: stop the workers too
                 _discard_sandbox(pending)
                 raise
@@ -285,13 +288,18 @@ class _Stages:
     """The judge stage, when on (for the endpoint, model and rubrics used)."""
 
 
-def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitStack) -> _Stages:
+def _open_stages(
+    config: RunConfig,
+    inputs: RunInputs,
+    stack: contextlib.ExitStack,
+    environ: Mapping[str, str] | None = None,
+) -> _Stages:
     stages: list[Stage] = []
     judge = None
     # Each stage is imported only when it is on: static costs ~0.08 s of start-up, the
     # judge (openai) ~0.4 s, which a --no-static --no-judge run should not pay.
     if config.static is not None:
-        from gradebox.pipeline.static import open_static_stage  # noqa: PLC0415
+        from gradebox.pipeline.static import default_stdlib_cache, open_static_stage  # noqa: PLC0415
 
         cache = config.static.cache_dir
         if cache is None:
@@ -301,6 +309,7 @@ def _open_stages(config: RunConfig, inputs: RunInputs, stack: contextlib.ExitSta
             jobs=config.jobs,
             lockfile=config.static.lockfile,
             policy_file=config.static.policy,
+            stdlib_cache=None if environ is None else default_stdlib_cache(environ),
         )
         stack.callback(static.close)  # its warm workers, before the cache directory goes
         stages.append(static)

@@ -49,6 +49,7 @@ __all__ = [
     "Graded",
     "Stage",
     "finish",
+    "least_chunks",
     "stream",
 ]
 
@@ -88,7 +89,12 @@ class Annotation:
 
 
 class Stage(Protocol):
-    """A stage after the sandbox: annotates a batch of graded samples."""
+    """A stage after the sandbox: annotates a batch of graded samples.
+
+    A stage may also have a ``min_batch`` attribute: the samples it waits for
+    before a call (in whole chunks), except at the end of a run, when each call
+    costs a fixed price worth amortising (the static tools' requests).
+    """
 
     @property
     def field(self) -> str:
@@ -153,8 +159,9 @@ def stream(
     """
     events: queue.SimpleQueue[_Event] = queue.SimpleQueue()
     run = _Run(count, fallback, stages, events, on_row, max(1, chunk))
-    # At least a chunk: the chunk of the next grade out must be able to complete.
-    ahead = max(chunk, window if window is not None else chunk * WINDOW_CHUNKS, 1)
+    # Room for the chunk of the next grade out and the batch its stages wait for.
+    least = max((least_chunks(stage, chunk) for stage in stages), default=0)
+    ahead = max((least + 1) * chunk, window if window is not None else chunk * WINDOW_CHUNKS)
     submitted = 0
     try:
         while run.next < count:
@@ -167,6 +174,12 @@ def stream(
             yield from run.ready()
     finally:
         run.close()
+
+
+def least_chunks(stage: Stage, chunk: int) -> int:
+    """The chunks a stage waits for before a call: its optional ``min_batch`` samples."""
+    wanted = getattr(stage, "min_batch", 1)
+    return max(1, -(-int(wanted) // max(1, chunk)))
 
 
 def _post(events: queue.SimpleQueue[_Event], kind: int, key: int, future: Future[Any]) -> None:
@@ -197,6 +210,8 @@ class _Run:
         self.backlog: list[deque[int]] = [deque() for _ in self.stages]
         self.calls: dict[tuple[int, int], list[int]] = {}
         self.busy = [False] * len(self.stages)
+        self.least = [least_chunks(stage, chunk) for stage in self.stages]
+        self.chunks_graded = 0
         self.serial = 0
         self.pools = [
             ThreadPoolExecutor(1, thread_name_prefix=f"gradebox-{s.field}") for s in self.stages
@@ -230,6 +245,7 @@ class _Run:
         c = i // self.chunk
         self.missing[c] -= 1
         if self.missing[c] == 0:
+            self.chunks_graded += 1
             for s in range(len(self.stages)):
                 self.backlog[s].append(c)
                 self._pump(s)
@@ -237,6 +253,8 @@ class _Run:
     def _pump(self, s: int) -> None:
         if self.busy[s] or not self.backlog[s]:
             return
+        if len(self.backlog[s]) < self.least[s] and self.chunks_graded < len(self.missing):
+            return  # wait for a batch worth its fixed cost, unless no more chunks will come
         take = min(MAX_MERGE, len(self.backlog[s]))
         chunks = [self.backlog[s].popleft() for _ in range(take)]
         items = [self.graded[i] for c in chunks for i in self._indices(c)]

@@ -99,3 +99,51 @@ def test_without_a_cache_the_workers_keep_their_own(tmp_path: Path) -> None:
         assert tools.config.cache_dir is not None
         result = tools.check_batch([Candidate("def f() -> int:\n    return 'x'\n", "f")])[0]
     assert [f.rule for f in result.findings] == ["return-value"]
+
+
+def test_a_kept_standard_library_cache_seeds_the_next_run(tmp_path: Path) -> None:
+    candidates = corpus()[:30]
+    full = check_batch(candidates, StaticConfig(cache_dir=tmp_path / "full"))
+    kept = tmp_path / "kept"
+    for run in ("first", "second"):
+        config = StaticConfig(cache_dir=tmp_path / run)
+        with WarmTools(config, stdlib_cache=kept) as tools:
+            tools.start()
+            assert tools.check_batch(candidates) == full, run
+        seeds = list(kept.iterdir())
+        assert [p.name.startswith("mypy-") for p in seeds] == [True]  # one seed, kept once
+    # A cache of its own is neither seeded nor saved.
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "mine").write_text("x")
+    with WarmTools(StaticConfig(cache_dir=own), stdlib_cache=tmp_path / "unused") as tools:
+        tools.start()
+        tools.check_batch(candidates[:2])
+    assert not (tmp_path / "unused").exists()
+
+
+def test_skipping_the_imports_check_loses_no_finding() -> None:
+    """``may_import`` is False only where the imports layer finds nothing, on the corpus too."""
+    import importlib.metadata
+
+    from gradebox.pipeline.static import may_import
+    from static import imports
+
+    env = importlib.metadata.packages_distributions()
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in "import")  # FULLWIDTH LATIN letters
+    tricky = [
+        f"m = {fullwidth}_module('no_such_dist_x')\n",
+        f"m = __{fullwidth}__('no_such_dist_x')\n",
+        "import no_such_dist_x\n",
+        "from no_such_dist_x import y\n",
+    ]
+    for code in tricky:
+        assert imports.check(code, None, environment=env), code
+        assert may_import(code), code
+    skipped = 0
+    for candidate in corpus():
+        if not may_import(candidate.code):
+            skipped += 1
+            assert imports.check(candidate.code, None, environment=env) == [], candidate.code
+            assert imports.check(candidate.code, {}, environment=env) == [], candidate.code
+    assert skipped >= 10

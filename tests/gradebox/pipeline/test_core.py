@@ -61,6 +61,24 @@ def test_samples_in_flight_stay_within_the_window(stages: int, chunk: int, windo
                 yielded += 1
     assert ids == [f"s{i}" for i in range(count)]
     assert submitted == list(range(count))
-    assert most <= max(window, chunk)
+    # A chunk of room, and one more for the chunk a stage is gathering.
+    assert most <= max(window, (1 + bool(stages)) * chunk)
     if stages:
         assert sum(stage.calls) == count
+
+
+def test_a_stage_with_a_min_batch_gets_whole_batches_but_at_the_end() -> None:
+    stage = _Stage()
+    stage.min_batch = 20  # three chunks of 8
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+
+        def submit(i: int) -> Future[Graded]:
+            return pool.submit(Graded, f"s{i}", "f", "x = 1\n", None, None, TESTS)
+
+        grades = list(
+            stream(submit, 203, lambda i, exc: pytest.fail(str(exc)), stages=[stage], chunk=8)
+        )
+    assert [g.id for g in grades] == [f"s{i}" for i in range(203)]
+    assert sum(stage.calls) == 203
+    assert all(n >= 24 for n in stage.calls[:-1]), stage.calls
