@@ -169,6 +169,7 @@ class Watch:
         self.reason = ""
         self._busy = False
         self._baseline = _module_state()
+        self._modules = {name: _id(m) for name, m in list(sys.modules.items())}
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
@@ -211,7 +212,42 @@ class Watch:
         """After a passing test: ``""`` when nothing tripped, else why not to trust it."""
         if not self.reason and _module_state() != self._baseline:
             self.reason = "the candidate changed builtins, math, operator or unittest"
+        if not self.reason and not self._modules_genuine():
+            self.reason = "the candidate put a stand-in module in sys.modules"
         return self.reason
+
+    def _modules_genuine(self) -> bool:
+        """Whether ``sys.modules`` holds only genuine modules where the test looks.
+
+        Modules loaded before the candidate are still the ones loaded, and every
+        standard-library module imported since comes from the standard library.
+        """
+        for name, module in list(sys.modules.items()):
+            known = self._modules.get(name)
+            if known is not None:
+                if known != _id(module):
+                    return False
+            elif name.partition(".")[0] in sys.stdlib_module_names and not _stdlib(module):
+                return False
+        return True
+
+
+_STDLIB_DIR = os.path.realpath(os.path.dirname(os.__file__)) + os.sep
+
+
+def _stdlib(module: Any) -> bool:
+    """A genuine module of the standard library: built in, frozen, or a file under its dir."""
+    if _type(module) is not _ModuleType:
+        return False
+    spec = vars(module).get("__spec__")
+    origin = getattr(spec, "origin", None)
+    if origin in ("built-in", "frozen"):
+        return True
+    path = vars(module).get("__file__")
+    return isinstance(path, str) and os.path.realpath(path).startswith(_STDLIB_DIR)
+
+
+_ModuleType = type(os)
 
 
 def _called_by_candidate() -> bool:

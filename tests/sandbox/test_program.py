@@ -38,6 +38,15 @@ def _gbx_check_2():
     assert abs(candidate(4) - 16) < 1e-6
 
 
+def _gbx_check_3():
+    import fractions
+    import math
+
+    candidate = f
+    assert math.isclose(candidate(2), 4.0)
+    assert fractions.Fraction(candidate(3)) == 9
+
+
 class TestCases(unittest.TestCase):
     def setUp(self):
         self.n = 5
@@ -52,6 +61,7 @@ TESTS = [
     "_gbx_check_0",
     "_gbx_check_1",
     "_gbx_check_2",
+    "_gbx_check_3",
     "TestCases.test_square",
     "TestCases.test_truth",
 ]
@@ -70,7 +80,7 @@ def run(sb: Any, code: str) -> tuple[list[str], list[str]]:
 
 
 def test_honest_candidate_passes_every_test(shared_sandbox: Any) -> None:
-    assert run(shared_sandbox, "def f(x):\n    return x * x\n")[0] == ["ok"] * 5
+    assert run(shared_sandbox, "def f(x):\n    return x * x\n")[0] == ["ok"] * 6
 
 
 def test_honest_candidate_using_stdlib_frames_itself_passes(shared_sandbox: Any) -> None:
@@ -84,15 +94,15 @@ def test_honest_candidate_using_stdlib_frames_itself_passes(shared_sandbox: Any)
         "    except ValueError:\n        traceback.format_exc()\n"
         "    return P(x * x).v\n"
     )
-    assert run(shared_sandbox, code)[0] == ["ok"] * 5
+    assert run(shared_sandbox, code)[0] == ["ok"] * 6
 
 
 def test_broken_candidate_fails_the_tests_it_breaks(shared_sandbox: Any) -> None:
     outcomes, details = run(shared_sandbox, "def f(x):\n    return x + 2\n")
-    assert outcomes == ["ok", "wrong", "wrong", "wrong", "wrong"]
+    assert outcomes == ["ok", "wrong", "wrong", "wrong", "wrong", "wrong"]
     assert details[1] == "the test failed"
     outcomes, _ = run(shared_sandbox, "def f(x):\n    raise KeyError(x)\n")
-    assert outcomes == ["error"] * 5
+    assert outcomes == ["error"] * 6
 
 
 ATTACK_OUTCOMES = {
@@ -103,6 +113,7 @@ ATTACK_OUTCOMES = {
     "program_always_equal": {"wrong", "error"},  # Anything - 16 raises in check 2
     "program_patch_unittest": {"wrong"},
     "program_shadow_builtins": {"wrong"},
+    "program_fake_module": {"wrong"},
 }
 
 
@@ -116,7 +127,7 @@ def test_known_forgeries_do_not_pass(shared_sandbox: Any, name: str) -> None:
 def test_the_sandbox_still_grades_after_the_attacks(shared_sandbox: Any) -> None:
     for name in ATTACK_OUTCOMES:
         run(shared_sandbox, (ATTACKS / f"{name}.py").read_text())
-    assert run(shared_sandbox, "def f(x):\n    return x * x\n")[0] == ["ok"] * 5
+    assert run(shared_sandbox, "def f(x):\n    return x * x\n")[0] == ["ok"] * 6
 
 
 @pytest.mark.xfail(
