@@ -696,3 +696,15 @@ def test_a_panel_naming_a_model_twice_is_refused(server, tmp_path):
     args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
     res = CliRunner().invoke(cli, [*args, "--judge-model", "a,b,a"], env=_env(server, tmp_path))
     assert res.exit_code == 2 and "names a model twice" in res.output
+
+
+def test_judge_probe_then_grade_uses_the_probe_it_kept(server, tmp_path):
+    cache = tmp_path / "j.sqlite"
+    env = _env(server, tmp_path)
+    probed = CliRunner().invoke(cli, ["judge", "probe", "--judge-cache", str(cache)], env=env)
+    assert probed.exit_code == 0, probed.output
+    assert len(server.bodies) == 1
+    args = _inputs(tmp_path, [{"id": "good", "fn": "inc", "code": GOOD}])
+    rows, _ = _grade([*args, "--no-static", "--judge-cache", str(cache)], env)
+    assert rows["good"]["judge"]["status"] == "scored"
+    assert len(server.bodies) == 2  # the judgement only: the run read the probe's finding
