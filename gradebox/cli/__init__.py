@@ -22,6 +22,7 @@ COMMANDS = {
     "suite": "gradebox.cli.suite:suite",
     "serve": "gradebox.cli.serve:serve",
     "token": "gradebox.cli.token:token",
+    "judge": "gradebox.cli.judge:judge",
     "gate": "gradebox.cli.gate:gate",
     "import": "gradebox.cli.import_:import_",
     "worker": "gradebox.cli.worker:worker",
