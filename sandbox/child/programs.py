@@ -274,12 +274,17 @@ def _own(frame: Any) -> bool:
 def _custom_eq(value: Any, depth: int = 0) -> bool:
     """Whether ``value`` (or an element, 3 levels deep) has a candidate-defined comparison.
 
-    That is: a class from candidate code defining a comparison or truth method.
+    That is: a class from candidate code (by its module, or by where the method's
+    code was compiled, so renaming the class's module does not hide it) defining
+    a comparison or truth method.
     """
     cls = _type(value)
     for klass in _TYPE_MRO.__get__(cls):
         space = _TYPE_DICT.__get__(klass)
-        if space.get("__module__") == "candidate" and any(m in space for m in _EQ_METHODS):
+        methods = [space[m] for m in _EQ_METHODS if m in space]
+        if methods and (
+            space.get("__module__") == "candidate" or any(_from_candidate(m) for m in methods)
+        ):
             return True
     if depth < 3 and cls in (list, tuple, set, frozenset):
         return any(_custom_eq(v, depth + 1) for v in list(value)[:1000])
@@ -287,6 +292,14 @@ def _custom_eq(value: Any, depth: int = 0) -> bool:
         items = list(value.items())[:1000]
         return any(_custom_eq(k, depth + 1) or _custom_eq(v, depth + 1) for k, v in items)
     return False
+
+
+def _from_candidate(method: Any) -> bool:
+    code = getattr(method, "__code__", None) if _type(method) is _FunctionType else None
+    return code is not None and code.co_filename == "<candidate>"
+
+
+_FunctionType = type(_from_candidate)
 
 
 def _test_view(namespace: dict[str, Any]) -> dict[str, Any]:

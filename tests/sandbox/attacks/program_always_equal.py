@@ -2,7 +2,7 @@
 """Promise: an object that equals anything does not pass a test program's asserts.
 
 Attack: return an instance whose ``__eq__`` is always true (and a subclass of
-``int`` doing the same), so ``assert f(x) == y`` and ``assertEqual`` hold.
+``int`` doing the same, whose class claims to be ``numbers.Integral``), so ``assert f(x) == y`` and ``assertEqual`` hold.
 
 Expected: every case is ``wrong`` ("returned an object whose class defines __eq__").
 """
@@ -23,6 +23,10 @@ class SlyInt(int):
         return True
 
     __hash__ = int.__hash__
+
+
+SlyInt.__module__ = "numbers"  # claims to be the standard library's
+SlyInt.__qualname__ = "Integral"
 
 
 def f(x):
