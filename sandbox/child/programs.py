@@ -47,6 +47,7 @@ _EQ_METHODS = ("__eq__", "__ne__", "__bool__", "__len__", "__lt__", "__le__", "_
 #: Frame-reaching attributes audited as ``object.__getattr__``.
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"})
 _GC_EVENTS = frozenset({"gc.get_referrers", "gc.get_referents", "gc.get_objects"})
+_TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
 _TYPE_DICT = type.__dict__["__dict__"]
 _TYPE_MRO = type.__dict__["__mro__"]
 _type = type
@@ -168,11 +169,16 @@ class Watch:
         self.depth = 0  # > 0 while the candidate's entry point runs
         self.reason = ""
         self._busy = False
+        self.sticky = ""
         self._baseline = _module_state()
         self._modules = {name: _id(m) for name, m in list(sys.modules.items())}
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event in _TRACE_EVENTS and not self.sticky:
+            # A trace or profile function sees every frame of every later test, so it
+            # taints them all, wherever it was set (at import included).
+            self.sticky = "the candidate set a trace or profile function"
         if self.depth <= 0 or self._busy or self.reason:
             return
         self._busy = True
@@ -210,6 +216,7 @@ class Watch:
 
     def verdict(self) -> str:
         """After a passing test: ``""`` when nothing tripped, else why not to trust it."""
+        self.reason = self.reason or self.sticky
         if not self.reason and _module_state() != self._baseline:
             self.reason = "the candidate changed builtins, math, operator or unittest"
         if not self.reason and not self._modules_genuine():
@@ -257,7 +264,15 @@ def _called_by_candidate() -> bool:
     audited function.
     """
     try:
-        return bool(sys._getframe(2).f_code.co_filename == "<candidate>")
+        caller = sys._getframe(2).f_code
+        if caller.co_filename == "<candidate>":
+            return True
+        # inspect.currentframe() hands the caller its own frame, to walk f_back from.
+        return bool(
+            caller.co_name == "currentframe"
+            and caller.co_filename.endswith("inspect.py")
+            and sys._getframe(3).f_code.co_filename == "<candidate>"
+        )
     except (ValueError, AttributeError):
         return False
 

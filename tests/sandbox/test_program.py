@@ -114,6 +114,7 @@ ATTACK_OUTCOMES = {
     "program_patch_unittest": {"wrong"},
     "program_shadow_builtins": {"wrong"},
     "program_fake_module": {"wrong"},
+    "program_trace_frames": {"wrong"},
 }
 
 
