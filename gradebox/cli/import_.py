@@ -52,12 +52,13 @@ __all__ = ["import_"]
 @click.option(
     "--tol",
     type=click.FloatRange(0),
-    help="(stdio) Absolute tolerance of numeric output tokens [default: 1e-9].",
+    help="(stdio) Absolute tolerance of numeric output tokens (with neither --tol nor "
+    "--rel-tol: 1e-9 each; with one, the other is 0).",
 )
 @click.option(
     "--rel-tol",
     type=click.FloatRange(0),
-    help="(stdio) Relative tolerance of numeric output tokens [default: 1e-9].",
+    help="(stdio) Relative tolerance of numeric output tokens (see --tol).",
 )
 @click.option(
     "--challenge-tests",
