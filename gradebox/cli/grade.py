@@ -391,7 +391,7 @@ def _grade(
     summary["suite"] = prepared
     if output.run is not None:
         summary["resume"] = plan.record()
-    if config.sarif or config.html or output.run is not None:
+    if config.sarif or config.html or config.junit or output.run is not None:
         output.finish(
             summary,
             _reports(config, inputs),

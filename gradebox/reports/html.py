@@ -91,7 +91,7 @@ def render_html(
         seen.add(grade)
     report = estimate_tallies(seen.tallies, ks)
     rows = seen.embedded()
-    codes = {g.id: (sources or {}).get(g.id) for g in rows}
+    codes = {g.id: None if sources is None else sources.get(g.id) for g in rows}
     csp = (
         f"default-src 'none'; style-src '{_csp_hash(_CSS)}'; script-src '{_csp_hash(_JS)}'; "
         "img-src data:; base-uri 'none'; form-action 'none'"

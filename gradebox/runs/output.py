@@ -95,8 +95,12 @@ class LazySources(Mapping[str, str]):
         return (s.id for s in self._samples if self._code(s) is not None)
 
     def __len__(self) -> int:
-        """How many samples' code extracts."""
+        """How many samples' code extracts (extracts every sample: prefer lookups)."""
         return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        """Whether the run has samples (without extracting any)."""
+        return bool(self._samples)
 
 
 @dataclass(frozen=True, slots=True)

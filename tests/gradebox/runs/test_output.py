@@ -93,3 +93,45 @@ def test_sources_are_extracted_on_lookup() -> None:
     assert "b" not in sources and "zz" not in sources
     assert sources.get("b") is None
     assert list(sources) == ["a"] and len(sources) == 1
+
+
+def test_junit_alone_is_written(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from gradebox.cli import cli
+
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "grade",
+            "--hidden",
+            str(examples / "hidden.jsonl"),
+            "--samples",
+            str(examples / "samples.jsonl"),
+            "--no-judge",
+            "--no-static",
+            "--junit",
+            str(tmp_path / "j.xml"),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "<testsuite" in (tmp_path / "j.xml").read_text()
+
+
+def test_the_html_report_extracts_only_the_embedded_samples(tmp_path: Path) -> None:
+    from gradebox.grade import Grade
+    from gradebox.reports.html import render_html
+
+    rows = [r | {"id": f"s{k}"} for k, r in enumerate(_rows() * 20)]
+    calls: list[str] = []
+
+    def code(s: Sample) -> str | None:
+        calls.append(s.id)
+        return s.code
+
+    sources = LazySources(_samples(rows), code)
+    render_html((Grade.from_row(r) for r in rows), None, sources=sources, max_samples=5)
+    assert len(calls) <= 5  # a lookup per embedded sample, never a pass over all
