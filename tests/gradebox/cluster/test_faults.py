@@ -34,19 +34,33 @@ def _wait_rows(path: Path, n: int, proc: subprocess.Popen[str]) -> None:
         time.sleep(0.05)
 
 
+def _kill_a_busy_worker(c) -> subprocess.Popen[bytes]:
+    """SIGKILL the `gradebox worker` process that holds a sample right now; return it."""
+    pids = {proc.pid: proc for proc in c.workers}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        busy = [a for a, keys in c.client.processing().items() if keys]
+        if busy:
+            pid = c.client.run(os.getpid, workers=busy[:1])[busy[0]]
+            os.kill(pid, signal.SIGKILL)
+            return pids[pid]
+        time.sleep(0.02)
+    raise AssertionError("no worker ever held a sample")
+
+
 def _ids(path: Path) -> list[str]:
     return [str(r["id"]) for r in rows(path)]
 
 
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
     with dask_cluster(tmp_path) as c:
-        victim = c.add_worker("--jobs", "1")
+        c.add_worker("--jobs", "1")
         c.add_worker("--jobs", "1")
         args = [*write_slow_task(tmp_path, samples=N), "--scheduler", c.address]
         out = tmp_path / "out.jsonl"
         proc = _start(args, out)
         _wait_rows(out, 2, proc)
-        os.kill(victim.pid, signal.SIGKILL)  # its sample in flight goes to the other worker
+        victim = _kill_a_busy_worker(c)  # its samples in flight go to the other worker
         _, err = proc.communicate(timeout=240)
         assert victim.wait(timeout=10) == -signal.SIGKILL
     assert proc.returncode == 0, err
@@ -57,7 +71,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(tmp_path):
 def test_a_sample_past_its_allowed_attempts_is_an_infra_row_and_resume_grades_it(tmp_path):
     # allowed-failures 0: the first death of a worker holding a sample decides it.
     with dask_cluster(tmp_path, allowed_failures=0) as c:
-        victim = c.add_worker("--jobs", "1")
+        c.add_worker("--jobs", "1")
         c.add_worker("--jobs", "1")
         run_dir = tmp_path / "run"
         args = [*write_slow_task(tmp_path, samples=N), "--scheduler", c.address]
@@ -65,8 +79,9 @@ def test_a_sample_past_its_allowed_attempts_is_an_infra_row_and_resume_grades_it
         out = tmp_path / "out.jsonl"
         proc = _start(args, out)
         _wait_rows(out, 2, proc)
-        os.kill(victim.pid, signal.SIGKILL)
+        victim = _kill_a_busy_worker(c)
         _, err = proc.communicate(timeout=240)
+        assert victim.wait(timeout=10) == -signal.SIGKILL
         assert proc.returncode == 2, err
         first = rows(out)
         assert _ids(out) == [f"s{i:02d}" for i in range(N)]
