@@ -15,13 +15,14 @@ from gradebox.grade import Json
 from gradebox.patches.apply import ApplyStrategy
 from gradebox.patches.tamper import TamperHit
 from gradebox.verdict import VerdictName
-from static.differential import FilterMode, Tagged
+from static.differential import FilterMode, State, Tagged
 
 if TYPE_CHECKING:  # the judge package loads its client; a gate without a judge never needs it
     from judge import JudgeResult
 
 __all__ = [
     "CATEGORIES",
+    "MAX_FINDINGS",
     "MAX_LISTED",
     "ApplyReport",
     "Category",
@@ -45,6 +46,8 @@ Category = Literal[
 CATEGORIES: tuple[Category, ...] = get_args(Category)
 MAX_LISTED = 200
 """Most test ids a row lists per category (``category_counts`` has the full numbers)."""
+MAX_FINDINGS = 500
+"""Most static findings a row lists per state (``counts`` has the full numbers)."""
 
 GateReason = Literal[
     "ok",
@@ -253,12 +256,17 @@ class StaticPart:
                     "severity": f.severity, "message": f.message[:300],
                     "fingerprint": t.fingerprint, "counted": t.fingerprint in counted}  # fmt: skip
 
+        def listed(state: str) -> list[Json]:
+            found = [t for t in self.findings if t.state == state]
+            return [one(t) for t in found[:MAX_FINDINGS]]
+
         return {
             "filter_mode": self.filter_mode,
             "effect": self.effect,
-            "new": [one(t) for t in self.findings if t.state == "new"],
-            "unchanged": [one(t) for t in self.findings if t.state == "unchanged"],
-            "fixed": [one(t) for t in self.findings if t.state == "fixed"],
+            "new": listed("new"),
+            "unchanged": listed("unchanged"),
+            "fixed": listed("fixed"),
+            "counts": {s: sum(t.state == s for t in self.findings) for s in get_args(State)},
             "tool_errors": list(self.tool_errors),
         }
 

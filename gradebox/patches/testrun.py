@@ -239,7 +239,8 @@ def _cross_check(
     if listed is not None:
         missing = sorted(listed - set(statuses))
         if missing:
-            problems.append(f"{len(missing)} collected test(s) have no result, e.g. {missing[0]}")
+            example = missing[0][:200]
+            problems.append(f"{len(missing)} collected test(s) have no result, e.g. {example}")
     elif collect:
         problems.append("the separate collection run failed")
     return problems
