@@ -197,3 +197,27 @@ def test_a_lockfile_pinned_to_a_url_is_a_setup_error(tmp_path, config, spec, fix
     bad = repo_with(tmp_path / "r", {"requirements.txt": from_url})
     with pytest.raises(SetupError, match="pinned to a URL"):
         run_gate(spec(bad, bad.patch(fix)), config)
+
+
+def test_a_patch_made_on_a_later_revision_applies_with_3way(repo, config, spec, fix):
+    import subprocess
+
+    def git(*args: str) -> str:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(repo.path), "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+        out = subprocess.run(["git", *args], cwd=repo.path, env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        return out.stdout
+
+    # A later revision edits a context line of the fix; the patch is made there.
+    later = edit("calc/ops.py", "\n\n\ndef mean(xs):", "\n\n# averages\ndef mean(xs):")
+    sha = repo.commit(later, "later")
+    git("checkout", "-q", sha)
+    fix(repo.path)
+    patch = git("diff", "--full-index")
+    git("checkout", "-q", "--", ".")
+    git("checkout", "-q", "main")
+    row = run_gate(spec(repo, patch), config).to_row()
+    assert row["apply"]["strategy"] == "3way", row
+    assert row["verdict"] == "pass", row
