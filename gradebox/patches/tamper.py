@@ -8,16 +8,18 @@ the lines. Each check has a stable id:
 - ``T001`` imports the test machinery (``pytest``, ``_pytest``, ``unittest``,
   ``pluggy``, ``doctest``, ``py``) outside the tests;
 - ``T002`` touches ``sys.modules``, ``sys.meta_path``, ``sys.path_hooks``,
-  ``sys.settrace``/``setprofile``, ``sys.exit``/``sys.excepthook``, or
-  ``sys._getframe``;
+  ``sys.settrace``/``setprofile``, ``sys.exit``/``sys.excepthook``,
+  ``sys._getframe``, or reads the runner's command line (``sys.argv``);
 - ``T003`` walks frames or the heap: ``inspect.currentframe``/``stack``/
   ``getouterframes``, ``gc.get_objects``/``get_referrers``/``get_referents``,
   ``f_back``/``f_globals``/``f_locals``/``tb_frame``;
 - ``T004`` ends or outlives the process on its own terms: ``atexit``,
-  ``os._exit``, ``os.kill``, ``signal``, ``faulthandler``, ``threading.excepthook``;
+  ``weakref.finalize``, ``os._exit``, ``os.kill``, ``signal``, ``faulthandler``,
+  ``ctypes``, ``threading.excepthook``;
 - ``T005`` patches builtins: imports ``builtins``, or names ``__builtins__``;
 - ``T006`` reaches for names in strings: ``importlib``/``__import__``,
-  ``getattr``/``setattr`` with a non-literal name, ``exec``/``eval``/``compile``;
+  ``getattr``/``setattr`` with a non-literal name (a literal one is judged as
+  the attribute it names), ``vars()``, ``.__dict__``, ``exec``/``eval``/``compile``;
 - ``T007`` adds a top-level module (``json.py``, ``src/re/__init__.py``) named like
   a standard-library module: on the tests' ``PYTHONPATH`` it would be imported
   in its place, by pytest too (:func:`shadows`).
@@ -39,7 +41,8 @@ __all__ = ["TamperHit", "scan", "shadows"]
 
 _MODULES = {"pytest": "T001", "_pytest": "T001", "unittest": "T001", "pluggy": "T001",
             "doctest": "T001", "py": "T001", "atexit": "T004", "signal": "T004",
-            "faulthandler": "T004", "builtins": "T005", "importlib": "T006"}  # fmt: skip
+            "faulthandler": "T004", "builtins": "T005", "importlib": "T006",
+            "ctypes": "T004"}  # fmt: skip
 _ATTRS = {
     ("sys", "modules"): "T002", ("sys", "meta_path"): "T002", ("sys", "path_hooks"): "T002",
     ("sys", "settrace"): "T002", ("sys", "setprofile"): "T002", ("sys", "exit"): "T002",
@@ -48,10 +51,14 @@ _ATTRS = {
     ("inspect", "getouterframes"): "T003", ("gc", "get_objects"): "T003",
     ("gc", "get_referrers"): "T003", ("gc", "get_referents"): "T003",
     ("os", "_exit"): "T004", ("os", "kill"): "T004", ("os", "killpg"): "T004",
-    ("threading", "excepthook"): "T004",
+    ("threading", "excepthook"): "T004", ("weakref", "finalize"): "T004",
+    ("sys", "argv"): "T002",
 }  # fmt: skip
 _FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "tb_frame", "gi_frame", "cr_frame"}
-_CALLS = {"__import__": "T006", "exec": "T006", "eval": "T006", "compile": "T006"}
+_CALLS = {"__import__": "T006", "exec": "T006", "eval": "T006", "compile": "T006",
+          "vars": "T006"}  # fmt: skip
+_BY_NAME = {attr: rule for (_, attr), rule in _ATTRS.items()}
+_FRAME_ATTRS_RULES = {**dict.fromkeys(_FRAME_ATTRS, "T003"), "__dict__": "T006"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,8 @@ def _attribute(node: ast.Attribute) -> Iterator[tuple[ast.AST, str, str]]:
             yield node, rule, f"uses {node.value.id}.{node.attr}"
     if node.attr in _FRAME_ATTRS:
         yield node, "T003", f"walks frames (.{node.attr})"
+    if node.attr == "__dict__":
+        yield node, "T006", "reaches into a namespace (.__dict__)"
 
 
 def _call(node: ast.Call) -> Iterator[tuple[ast.AST, str, str]]:
@@ -138,12 +147,13 @@ def _call(node: ast.Call) -> Iterator[tuple[ast.AST, str, str]]:
     name = node.func.id
     if name in _CALLS:
         yield node, _CALLS[name], f"calls {name}()"
-    elif (
-        name in ("getattr", "setattr", "delattr")
-        and len(node.args) >= 2
-        and not isinstance(node.args[1], ast.Constant)
-    ):
-        yield node, "T006", f"calls {name}() with a computed name"
+    elif name in ("getattr", "setattr", "delattr") and len(node.args) >= 2:
+        attr = node.args[1]
+        if not isinstance(attr, ast.Constant):
+            yield node, "T006", f"calls {name}() with a computed name"
+        elif isinstance(attr.value, str) and attr.value in _BY_NAME | _FRAME_ATTRS_RULES:
+            rule = (_BY_NAME | _FRAME_ATTRS_RULES)[attr.value]
+            yield node, rule, f"calls {name}() for {attr.value}"
 
 
 def shadows(path: str) -> TamperHit | None:

@@ -141,3 +141,20 @@ def test_a_module_shadowing_the_standard_library_is_a_tamper_risk():
     assert shadows("src/re/__init__.py").what == "shadows the standard library module re"
     assert shadows("calc/json.py") is None and shadows("jsonx.py") is None
     assert shadows("re/sub/x.py") is None
+
+
+def test_tamper_scan_sees_exit_hooks_argv_namespaces_and_literal_getattr():
+    code = (
+        "import os, sys, weakref\n"
+        "weakref.finalize(object(), print)\n"
+        "path = sys.argv[1]\n"
+        "vars(os)\n"
+        "os.__dict__\n"
+        "getattr(os, '_exit')\n"
+        "getattr(os, 'path')\n"
+        "import ctypes\n"
+    )
+    hits = scan("pkg/m.py", code, frozenset(range(1, 9)))
+    assert [(h.line, h.rule) for h in hits] == [
+        (2, "T004"), (3, "T002"), (4, "T006"), (5, "T006"), (6, "T004"), (8, "T004"),
+    ]  # fmt: skip

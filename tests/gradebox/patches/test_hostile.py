@@ -68,13 +68,15 @@ def test_a_forge_that_also_fakes_the_exit_code_is_caught_by_the_tamper_scan(repo
     "code in ways the syntactic tamper scan does not see (SECURITY.md, what stays open)",
 )
 def test_an_obfuscated_forge_is_not_a_pass(repo, config, spec):
+    # No flagged name appears: the report path is public (the gate's source), the
+    # exit hook and the hard exit are reached through computed attribute names.
     forge = (
-        "\n\nimport os, sys, weakref\n\n\nclass _K:\n    pass\n\n\n_k = _K()\n\n\n"
+        "\n\nimport operator, os, threading, weakref\n\n\n"
         "def _forge():\n"
-        "    path = [a for a in sys.argv if a.startswith('--junitxml=')][0].split('=', 1)[1]\n"
-        f"    open(path, 'w').write({FORGED!r})\n"
-        "    vars(os)['_' + 'exit'](0)\n\n\n"
-        "_keep = weakref.finalize(_k, _forge)\n"
+        f"    open('/tmp/gradebox-junit.xml', 'w').write({FORGED!r})\n"
+        "    operator.attrgetter('_' + 'exit')(os)(0)\n\n\n"
+        "class _K:\n    pass\n\n\n_k = _K()\n"
+        "_keep = operator.attrgetter('fin' + 'alize')(weakref)(_k, _forge)\n"
     )
     row = run_gate(spec(repo, repo.patch(append("calc/ops.py", forge))), config).to_row()
     assert row["verdict"] != "pass", row
