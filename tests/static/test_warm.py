@@ -147,3 +147,21 @@ def test_skipping_the_imports_check_loses_no_finding() -> None:
             assert imports.check(candidate.code, None, environment=env) == [], candidate.code
             assert imports.check(candidate.code, {}, environment=env) == [], candidate.code
     assert skipped >= 10
+
+
+def test_a_mypy_worker_is_replaced_after_so_many_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from static import typecheck
+
+    monkeypatch.setattr(typecheck, "WORKER_FILES", 3)
+    config = StaticConfig(cache_dir=tmp_path / "cache", layers=frozenset({"types"}))
+    with WarmTools(config) as tools:
+        first = [Candidate(f"def f() -> int:\n    return {k}\n", "f") for k in range(2)]
+        tools.check_batch(first)
+        pid = tools._mypy_worker(0).pid
+        tools.check_batch(first[:1])  # 1 + 2 + 1 files: still the same worker
+        assert tools._mypy_worker(0).pid == pid
+        bad = tools.check_batch([Candidate("def f() -> int:\n    return 'x'\n", "f")])[0]
+        assert tools._mypy_worker(0).pid != pid
+    assert [f.rule for f in bad.findings] == ["return-value"]
