@@ -167,6 +167,8 @@ class RubricFiles:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise _invalid([Problem("/", f"{name}.toml: invalid TOML: {exc}"[:300])]) from exc
+        except RecursionError as exc:  # the parser recurses into nested arrays and tables
+            raise _invalid([Problem("/", f"{name}.toml: nested too deeply")]) from exc
         if data.get("name") != name:
             raise _invalid([Problem("/name", "must equal the rubric name in the path")])
         try:
@@ -224,7 +226,7 @@ def _text(name: str, raw: bytes) -> str:
 def _includes(text: str) -> list[str]:
     try:
         found = tomllib.loads(text).get("include", [])
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return []
     return [x for x in found if isinstance(x, str)] if isinstance(found, list) else []
 

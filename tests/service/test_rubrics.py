@@ -94,8 +94,9 @@ async def test_rubrics_are_admin_only(kit):
         (rubric(head=['prompt = "mine"']), "team.toml: prompt: 'mine': no template"),
         (rubric(name="other"), "must equal the rubric name in the path"),
         ("name = ", "team.toml: invalid TOML"),
+        ("x = " + "[" * 50_000 + "]" * 50_000, "team.toml: nested too deeply"),
     ],
-    ids=["schema", "scale", "include", "prompt", "name", "toml"],
+    ids=["schema", "scale", "include", "prompt", "name", "toml", "deep"],
 )
 async def test_a_bad_rubric_gets_the_files_problems_and_no_server_path(kit, text, expected):
     async with kit.running(register=False) as svc:
