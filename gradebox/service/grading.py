@@ -123,6 +123,8 @@ class GradingService:
         self._lanes = lanes
         self._metrics = metrics
         self._graders: OrderedDict[tuple[str, int], _TaskGrader] = OrderedDict()
+        if static is not None:
+            static.observe_batches(metrics.static_batch)
         self._lock = threading.Lock()
 
     def grade(

@@ -18,6 +18,8 @@ What is counted, and under which labels:
 - ``gradebox_judge_calls_total{status}``, ``gradebox_judge_cache_hits_total``,
   ``gradebox_judge_requests_total``: judgements by status, those answered from
   the cache, and HTTP requests made to the endpoint (retries included).
+- ``gradebox_static_batch_size``: how many samples (of one token) the static
+  tools checked together.
 
 Every label value comes from a closed vocabulary or a route template: no
 metric can carry a task name, a sample, a hidden or expected value, a token or
@@ -46,6 +48,7 @@ STAGES = ("front", "tests", "static", "judge")
 _VERDICTS = frozenset({"pass", "fail", "needs_review"})
 _JUDGE_STATUSES = frozenset({"scored", "needs_review", "unavailable", "skipped", "pending"})
 _METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"})
+_BATCH_BUCKETS = (1, 2, 4, 8, 16)
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -100,6 +103,12 @@ class Metrics:
             "HTTP requests to the judge endpoint, retries included.",
             registry=r,
         )
+        self._static_batch = Histogram(
+            "gradebox_static_batch_size",
+            "Samples checked together by the static tools (one token's samples per batch).",
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
 
     def gauges(self, lane: Lane, *, depth: Callable[[], float], busy: Callable[[], float]) -> None:
         """Read a lane's queue depth and sandbox use from ``depth`` and ``busy`` at each scrape."""
@@ -126,6 +135,10 @@ class Metrics:
         if cache_hit:
             self._judge_hits.inc()
         self._judge_requests.inc(max(0, attempts))
+
+    def static_batch(self, size: int) -> None:
+        """The static tools checked ``size`` samples in one batch."""
+        self._static_batch.observe(size)
 
     def render(self) -> bytes:
         """The text exposition (reads the gauges: call it off the event loop)."""

@@ -34,7 +34,7 @@ import dataclasses
 import importlib.metadata
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from pathlib import Path
@@ -110,6 +110,8 @@ class _Batcher:
         self._free = list(tools)
         self._waiting: deque[_Job] = deque()
         self._cond = threading.Condition()
+        self.observe: Callable[[int], None] = lambda _size: None
+        """Told each batch's size (the app's metrics)."""
 
     def check(self, key: str, candidates: list[Candidate]) -> list[StaticResult]:
         jobs = [_Job(key, c) for c in candidates]
@@ -134,6 +136,7 @@ class _Batcher:
             self._waiting.remove(job)
         self._cond.release()
         try:
+            self.observe(len(batch))
             results = tools.check_batch([j.candidate for j in batch])
             for job, result in zip(batch, results, strict=True):
                 job.result = result
@@ -215,6 +218,10 @@ class StaticService:
         except Exception as exc:  # as the pipeline does: an infra error on the row
             message = f"static stage error: {type(exc).__name__}"
             return stage.crashed([graded], message)[0]
+
+    def observe_batches(self, observe: Callable[[int], None]) -> None:
+        """Tell ``observe`` the size of every batch checked from now on."""
+        self._batcher.observe = observe
 
     def close(self) -> None:
         """Stop every worker of the tools."""

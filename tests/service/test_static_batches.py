@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import anyio
 import pytest
 
 from gradebox.service.static import _Batcher, _warm_tools
@@ -79,3 +80,26 @@ def test_a_tool_error_reaches_every_caller_of_its_batch_only(recording):
         batcher.check("alice", [candidate("alice", 0)])
     batcher = _Batcher([recording])  # a working set afterwards is unaffected
     assert batcher.check("alice", [candidate("alice", 1)])[0].findings
+
+
+@pytest.mark.anyio
+async def test_batch_sizes_are_in_the_metrics(kit, static_service):
+    code = "def is_even(n: int) -> bool:\n    return n % 2 == {}\n"
+    async with kit.running(static=static_service) as svc:
+
+        async def grade(i):
+            body = {"fn": "is_even", "code": code.format(i), "static": True}
+            r = await svc.client.post("/v1/grade", json=body, headers=svc.grader)
+            assert r.status_code == 200 and r.json()["static"] is not None
+
+        async with anyio.create_task_group() as tg:
+            for i in range(3):
+                tg.start_soon(grade, i)
+        text = (await svc.client.get("/metrics", headers=svc.admin)).text
+    sizes = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("gradebox_static_batch_size_")
+    }
+    assert sizes["gradebox_static_batch_size_sum"] == 3.0  # every sample, in some batch
+    assert 1.0 <= sizes["gradebox_static_batch_size_count"] <= 3.0
