@@ -193,9 +193,13 @@ class _Overview:
             self.severities.update(f.severity for f in g.static.findings)
             self.effects[g.static.effect] += 1
             self.tool_errors += bool(g.static.infra_error)
-        kept = self._passing if verdict == "pass" else self._failing
-        if len(kept) < self.cap:
-            kept.append((self.n, g))
+        # At most ``cap`` grades held in all: failures first, then the earliest passes.
+        if verdict != "pass" and len(self._failing) < self.cap:
+            self._failing.append((self.n, g))
+            if len(self._failing) + len(self._passing) > self.cap:
+                self._passing.pop()
+        elif verdict == "pass" and len(self._failing) + len(self._passing) < self.cap:
+            self._passing.append((self.n, g))
         self.n += 1
 
     def _judge(self, g: Grade) -> None:
@@ -212,7 +216,7 @@ class _Overview:
 
     def embedded(self) -> list[Grade]:
         """The samples to embed: those that did not pass first, up to the cap, in input order."""
-        chosen = self._failing + self._passing[: self.cap - len(self._failing)]
+        chosen = self._failing + self._passing
         return [g for _, g in sorted(chosen, key=lambda item: item[0])]
 
 

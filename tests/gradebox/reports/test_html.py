@@ -324,3 +324,17 @@ def test_a_run_under_the_cap_embeds_every_sample_without_a_note(run):
     text = render_html(_g(rows), summarize(rows), sources=sources)
     assert len(_classes(_tags(text), "details", "sample")) == len(rows)
     assert "This report embeds" not in text
+
+
+def test_the_report_holds_at_most_the_cap_while_reading(run):
+    from gradebox.reports.html import _Overview
+
+    rows, _ = run
+    grades = _g([r | {"id": f"{r['id']}-{k}"} for k in range(30) for r in rows])
+    seen = _Overview(5)
+    for g in grades:
+        seen.add(g)
+        assert len(seen._failing) + len(seen._passing) <= 5
+    embedded = seen.embedded()
+    failing = [g for g in grades if g.verdict.verdict != "pass"]
+    assert embedded == sorted(failing[:5], key=grades.index) or len(failing) < 5
