@@ -68,13 +68,14 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite", "gradebox.judging"}
     | {"gradebox.reports"},
     "gradebox.service": _RECORDS
-    | {"gradebox.service", "gradebox.pipeline", "gradebox.runs", "gradebox.patches"},
+    | {"gradebox.service", "gradebox.pipeline", "gradebox.runs", "gradebox.patches"}
+    | {"gradebox.judging"},
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
     "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
+    "gradebox.patches": _RECORDS | {"gradebox.patches"},
     # Importers read benchmark files; the gate's default denylist is the one thing of the
     # pipeline they need (BigCodeBench tasks that are about `os` may import it).
     "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},
-    "gradebox.patches": _RECORDS | {"gradebox.patches"},
     # Where gates are read (PR comments, check runs, the Action, pre-commit): over the gate.
     "gradebox.github": _RECORDS | {"gradebox.github", "gradebox.patches"},
 }

@@ -19,7 +19,6 @@ names and notes are stored and never returned, logged or counted.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, Query, Request
 
+from gradebox.judging.stats import wilson
 from gradebox.service.bodies import Budget, parse_json
 from gradebox.service.deps import Who, body
 from gradebox.service.problems import ApiError, Problem
@@ -43,14 +43,12 @@ __all__ = [
     "check_feedback",
     "feedback_routes",
     "stats",
-    "wilson",
 ]
 
 MAX_REVIEWER = 200
 """Longest ``reviewer`` (characters)."""
 MAX_NOTE = 2000
 """Longest ``note`` (characters)."""
-_Z95 = 1.959963984540054
 """The standard normal quantile for a two-sided 95% interval."""
 _KEYS = ("accepted", "reviewer", "note")
 Target = Literal["grade", "run"]
@@ -84,7 +82,7 @@ class Rate:
             "n": self.n,
             hits_name: self.hits,
             "rate": round(self.hits / self.n, 4) if self.n else None,
-            "ci95": None if interval is None else [round(x, 4) for x in interval],
+            "ci95": None if interval is None else interval.to_json(),
         }
 
 
@@ -118,30 +116,6 @@ class Stats:
             "pass_rejected": self.pass_rejected.to_json("rejected"),
             "fail_accepted": self.fail_accepted.to_json("accepted"),
         }
-
-
-def wilson(hits: int, n: int, z: float = _Z95) -> tuple[float, float] | None:
-    """The Wilson score interval for a binomial proportion (``None`` when ``n`` is 0).
-
-    Written out because no statistics library is a dependency: the interval
-    is ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)`` (Wilson 1927;
-    Brown, Cai and DasGupta 2001 recommend it over the normal interval for small
-    ``n`` and rates near 0 or 1). It always lies within [0, 1].
-
-    Example:
-        >>> [round(x, 4) for x in wilson(8, 10)]
-        [0.4902, 0.9433]
-    """
-    if n <= 0:
-        return None
-    p = hits / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    scale = 1 + z2 / n
-    low = 0.0 if hits == 0 else max(0.0, (centre - half) / scale)  # exact at the ends:
-    high = 1.0 if hits == n else min(1.0, (centre + half) / scale)  # no rounding residue
-    return low, high
 
 
 def check_feedback(parsed: Any) -> Feedback:
