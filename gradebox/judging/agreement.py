@@ -33,6 +33,7 @@ __all__ = [
     "invariance",
     "panel",
     "rate",
+    "tests_agreement",
     "versus_tests",
 ]
 
@@ -207,6 +208,11 @@ def versus_tests(rows: Iterable[Mapping[str, Any]]) -> TestsAgreement:
         verdict = judge.get("verdict")
         if verdict in ("match", "mismatch"):
             pairs.append((str(verdict), "match" if _tests_passed(row) else "mismatch"))
+    return tests_agreement(pairs)
+
+
+def tests_agreement(pairs: Iterable[tuple[str, str]]) -> TestsAgreement:
+    """:func:`versus_tests` from ``(judge verdict, "match" if tests passed else "mismatch")``."""
     found = agreement(pairs, ("match", "mismatch"))
     (mp, mf), (xp, xf) = found.table
     return TestsAgreement(found, rate(mf, mf + xf), rate(xp, xp + mp))

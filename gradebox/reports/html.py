@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from gradebox.grade import Grade
+from gradebox.judging.agreement import TestsAgreement, tests_agreement
 from gradebox.reports.assets import CSS as _CSS
 from gradebox.reports.assets import JS as _JS
 from gradebox.reports.junit import verdict_message
@@ -284,33 +285,49 @@ def _judge_card(seen: _Overview) -> str:
             else f"skipped on all {seen.judged} samples",
         )
     status, table = seen.status, seen.table
-    kappa = _kappa(table)
+    # The one implementation of the summary's figures (gradebox.judging), not a copy.
+    pairs = [
+        (verdict, "match" if tests == "pass" else "mismatch")
+        for (verdict, tests), count in table.items()
+        for _ in range(count)
+    ]
+    found = tests_agreement(pairs)
+    kappa = found.agreement.kappa
     agree = table[("match", "pass")] + table[("mismatch", "fail")]
     scored = sum(table.values())
     return _card(
         "judge reliability",
         _e("n/a" if kappa is None else f"\u03ba {kappa:.2f}"),
         f"agrees with hidden tests on <b>{agree}</b> of {scored} scored",
+        _e(_figures(found)),
         f"scored <b>{status['scored']}</b> \u00b7 unscored <b>{status['needs_review']}</b> "
         f"\u00b7 unavailable <b>{status['unavailable']}</b>",
         f"cache hits <b>{seen.cache_hits}</b>",
     )
 
 
+def _figures(found: TestsAgreement) -> str:
+    """\u03ba and \u03c0 with their intervals, leniency and strictness (or why not)."""
+    a = found.agreement
+    if a.kappa is None:
+        return a.note or "n/a"
+    parts = [
+        f"\u03ba {a.kappa:.2f}"
+        + (f" [{a.kappa_ci.low:.2f}, {a.kappa_ci.high:.2f}]" if a.kappa_ci else "")
+    ]
+    if a.pi is not None:
+        parts.append(
+            f"\u03c0 {a.pi:.2f}" + (f" [{a.pi_ci.low:.2f}, {a.pi_ci.high:.2f}]" if a.pi_ci else "")
+        )
+    for name, r in (("lenient", found.leniency), ("strict", found.strictness)):
+        if r is not None:
+            parts.append(f"{name} {r.k}/{r.n}")
+    return " \u00b7 ".join(parts)
+
+
 def _tests_passed(grade: Grade) -> bool:
     outcomes = grade.tests.outcomes
     return bool(outcomes) and all(o == "ok" for o in outcomes)
-
-
-def _kappa(t: Counter[tuple[str, str]]) -> float | None:
-    """Cohen's kappa of judge match/mismatch against hidden-test pass/fail."""
-    a, b = t[("match", "pass")], t[("match", "fail")]
-    c, d = t[("mismatch", "pass")], t[("mismatch", "fail")]
-    n = a + b + c + d
-    if n == 0:
-        return None
-    expected = ((a + b) * (a + c) + (c + d) * (b + d)) / (n * n)
-    return None if expected == 1 else ((a + d) / n - expected) / (1 - expected)
 
 
 def _static_card(seen: _Overview) -> str:

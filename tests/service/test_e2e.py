@@ -31,6 +31,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []
+"""Every server a test started: whatever a failed assertion left running is killed."""
+
+
+@pytest.fixture(autouse=True)
+def _no_server_outlives_its_test():
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 class Server:
     def __init__(self, db: Path, log: Path, *, first: bool) -> None:
         self.port = free_port()
@@ -52,6 +66,7 @@ class Server:
         out = log.with_suffix(".out")
         with out.open("wb") as stdout:
             self.proc = subprocess.Popen(argv, stdout=stdout, stderr=self.log)
+        _STARTED.append(self.proc)
         # Start-up: the sandbox self-check and warm static tools (~20 s at load 20 on 2 cores).
         deadline = time.monotonic() + 120
         while True:
