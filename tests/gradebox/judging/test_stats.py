@@ -109,3 +109,16 @@ def test_wilson_contains_the_estimate_inside_0_1(k, n):
     k = min(k, n)
     got = wilson(k, n)
     assert got is not None and 0 <= got.low <= k / n <= got.high <= 1
+
+
+def test_a_large_tables_interval_is_drawn_by_cells_and_still_brackets_the_estimate():
+    small = ((30, 10), (5, 55))
+    large = tuple(tuple(c * 1000 for c in row) for row in small)  # 100,000 items
+    ci_small, ci_large = (
+        bootstrap_interval(small, cohen_kappa),
+        bootstrap_interval(large, cohen_kappa),
+    )
+    assert ci_large == bootstrap_interval(large, cohen_kappa)  # seeded
+    assert ci_large.low < cohen_kappa(large) < ci_large.high
+    # ~sqrt(1000) narrower: the resample has the table's size, not a cap
+    assert 20 < (ci_small.high - ci_small.low) / (ci_large.high - ci_large.low) < 45
