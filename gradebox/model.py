@@ -6,7 +6,9 @@ checks) without importing the grading engine.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sandbox.types import HiddenCase, PublicTask
 
@@ -31,6 +33,19 @@ class Sample:
     """The original file, for diff-size checks."""
     line: int = 0
     """Line number in the samples file."""
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any], line: int = 0) -> Sample:
+        """A sample from a checked samples line (the file's or a request's)."""
+        return cls(
+            id=obj["id"],
+            fn=obj["fn"],
+            reply=obj.get("reply"),
+            code=obj.get("code"),
+            claim=obj.get("claim"),
+            original=obj.get("original"),
+            line=line,
+        )
 
 
 @dataclass(frozen=True, slots=True)

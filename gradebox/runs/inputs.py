@@ -66,15 +66,7 @@ def load_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[Samp
 def _sample(obj: dict[str, Any], line: int) -> tuple[Sample | None, list[str]]:
     if ("reply" in obj) == ("code" in obj):
         return None, ["a sample needs exactly one of 'reply' (a model answer) or 'code'"]
-    return Sample(
-        id=obj["id"],
-        fn=obj["fn"],
-        reply=obj.get("reply"),
-        code=obj.get("code"),
-        claim=obj.get("claim"),
-        original=obj.get("original"),
-        line=line,
-    ), []
+    return Sample.from_json(obj, line), []
 
 
 def load_inputs(

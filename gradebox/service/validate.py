@@ -342,11 +342,4 @@ def check_samples(
 
 def sample_from_json(obj: dict[str, Any]) -> Sample:
     """A checked sample as the grader's :class:`Sample`."""
-    return Sample(
-        id=obj["id"],
-        fn=obj["fn"],
-        reply=obj.get("reply"),
-        code=obj.get("code"),
-        claim=obj.get("claim"),
-        original=obj.get("original"),
-    )
+    return Sample.from_json(obj)
