@@ -118,7 +118,14 @@ def probe(port):
 
 
 class Sandbox:
-    """A pool of isolated workers; see the module docstring."""
+    """A pool of isolated workers; see the module docstring.
+
+    Attributes:
+        recycles: How many workers this sandbox has thrown away so far (one
+            that could not be cleaned, was tainted, died or went silent); the
+            next candidate of that slot got a fresh worker. Monotonic,
+            thread-safe, read-only; :meth:`close` does not count.
+    """
 
     def __init__(
         self,
@@ -138,6 +145,7 @@ class Sandbox:
         self._all: list[Worker] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._recycles = 0
         # Workers are forked from this one long-lived thread: see Worker.__init__.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawn")
         for _ in range(max(1, workers)):
@@ -239,6 +247,12 @@ class Sandbox:
                 )
 
     @property
+    def recycles(self) -> int:
+        """How many workers were thrown away and replaced so far (see the class docstring)."""
+        with self._lock:
+            return self._recycles
+
+    @property
     def python_version(self) -> str | None:
         """``sys.version`` inside the sandbox, as a running worker reported it (else ``None``)."""
         with self._lock:
@@ -310,6 +324,7 @@ class Sandbox:
         with contextlib.suppress(Exception):  # best effort: the slot must survive
             worker.close()
         with self._lock:
+            self._recycles += 1
             if worker in self._all:
                 self._all.remove(worker)
 
