@@ -20,21 +20,30 @@ What is counted, and under which labels:
   the cache, and HTTP requests made to the endpoint (retries included).
 - ``gradebox_static_batch_size``: how many samples (of one token) the static
   tools checked together.
+- ``gradebox_sandbox_worker_recycles_total``: sandbox workers thrown away and
+  replaced (one could not be cleaned after its candidate, was tainted, died or
+  went silent): :attr:`sandbox.runner.Sandbox.recycles`, read at each scrape
+  (a collector, so no grading path has to report it and a recycle outside a
+  grade, as in the self-check, counts too). It counts from when the sandbox
+  opened: a sandbox handed to the app by its caller may have counted before.
 
 Every label value comes from a closed vocabulary or a route template: no
 metric can carry a task name, a sample, a hidden or expected value, a token or
-the judge's key. Sandbox worker recycles are not counted: the sandbox does not
-report them.
+the judge's key. The recycle count is one number for the whole sandbox: it says
+that some candidate broke a worker, not whose (the route, verdict and stage
+series are admin-only for the same reason, see :mod:`.app`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from gradebox.service.lanes import Lane
 
@@ -109,6 +118,12 @@ class Metrics:
             buckets=_BATCH_BUCKETS,
             registry=r,
         )
+        self._recycles = _Recycles()
+        r.register(self._recycles)
+
+    def recycles(self, read: Callable[[], int]) -> None:
+        """Read the sandbox's worker recycles from ``read`` at each scrape (0 until set)."""
+        self._recycles.read = read
 
     def gauges(self, lane: Lane, *, depth: Callable[[], float], busy: Callable[[], float]) -> None:
         """Read a lane's queue depth and sandbox use from ``depth`` and ``busy`` at each scrape."""
@@ -143,6 +158,21 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition (reads the gauges: call it off the event loop)."""
         return generate_latest(self.registry)
+
+
+class _Recycles(Collector):
+    """``gradebox_sandbox_worker_recycles_total``, read from the sandbox at scrape time."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], int] = lambda: 0
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(
+            "gradebox_sandbox_worker_recycles",
+            "Sandbox workers thrown away and replaced (could not be cleaned, tainted, "
+            "died or went silent).",
+            value=self.read(),
+        )
 
 
 class RequestMetrics:

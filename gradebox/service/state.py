@@ -186,6 +186,7 @@ class ServiceState:
 
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
+        self.metrics.recycles(lambda: sandbox.recycles)
         self._grading = GradingService(
             self.store,
             sandbox,
