@@ -135,24 +135,32 @@ class GradingService:
         lane: Lane = "sync",
         revision: int | None = None,
         owner: str = "",
+        rubric: str | None = None,
     ) -> Outcome:
         """Grade one sample with the layers asked for (an infra row if its task is gone).
 
         ``revision`` is the task revision to grade against (a run's, pinned when it
         was submitted); ``None``: the current one. The row records it as
         ``task_revision``. ``owner`` (the token id) is the static batch key: only
-        samples of one owner are checked in one batch.
+        samples of one owner are checked in one batch. ``rubric`` is the rubric file
+        the judge loads (a run's pinned snapshot); ``None``: the task's rubric now.
         """
         found = self._task(sample.fn, revision)
         if found is None:
             row = self.finish(infra_row(sample, "task is not registered"), "verdict")
             return self._counted(Outcome(row), lane)
-        outcome = self._grade(found, sample, layers, lane, owner)
+        outcome = self._grade(found, sample, layers, lane, owner, rubric)
         outcome.row["task_revision"] = found.revision
         return outcome
 
     def _grade(
-        self, found: _TaskGrader, sample: Sample, layers: Layers, lane: Lane, owner: str
+        self,
+        found: _TaskGrader,
+        sample: Sample,
+        layers: Layers,
+        lane: Lane,
+        owner: str,
+        rubric: str | None = None,
     ) -> Outcome:
         if lane == "sync":
             with self._lanes.sync():
@@ -175,7 +183,7 @@ class GradingService:
         later = None
         judge = self.judge
         if layers.judge != "off" and judge is not None:
-            graded = self._with_rubric(graded)
+            graded = self._with_rubric(graded, rubric)
             upfront = judge.upfront(graded)
             if upfront is not None:
                 notes["judge"] = upfront
@@ -188,12 +196,17 @@ class GradingService:
                 later = self._later(judge, graded, notes, found.disclosure, lane, found.revision)
         return self._counted(Outcome(self._row(graded, notes, found.disclosure), later), lane)
 
-    def _with_rubric(self, graded: Graded) -> Graded:
+    def _with_rubric(self, graded: Graded, pinned: str | None = None) -> Graded:
         """``graded`` with its task's rubric as the file the judge loads (a stored rubric)."""
         public = graded.public
-        if self._rubrics is None or public is None:
+        if public is None:
             return graded
-        path = self._rubrics.path(public.rubric)
+        if pinned is not None:
+            path = pinned
+        elif self._rubrics is not None:
+            path = self._rubrics.path(public.rubric)
+        else:
+            return graded
         if path == public.rubric:
             return graded
         return replace(graded, public=replace(public, rubric=path))
