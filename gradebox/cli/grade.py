@@ -396,7 +396,7 @@ def _grade(
             summary,
             _reports(config, inputs),
             manifest=_manifest(config, sandbox, stages, used),
-            order=[s.id for s in inputs.samples],
+            order=inputs.samples.ids,
         )
     return _report(config, summary, seconds=time.monotonic() - t0, backend=sandbox.backend)
 
