@@ -5,16 +5,31 @@ as ``file:line: what is wrong`` and the run does not start. A caller may ask to
 skip bad lines of samples.jsonl and public.jsonl (the problems are returned for
 the summary and the bad samples are left out, never silently); bad lines of
 hidden.jsonl always stop the run: the deciding cases are never dropped.
+
+Samples are not held in memory: :func:`open_samples` checks every line of the
+file up front (in chunks, with the same checks and messages as every other
+JSON Lines input) and keeps, per good line, its id, task, byte offset and a
+digest. A :class:`SampleFile` then reads each sample from disk when the run
+asks for it. A file changed after it was checked (its size, modification time
+or inode, or the bytes of a line) is refused at the next read with a
+:class:`~gradebox.errors.BadInput` that says so: no line that was not checked
+is ever graded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+import os
+import tempfile
+import threading
+import weakref
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar, overload
 
 from gradebox.errors import BadInput
 from gradebox.model import Sample, Task
@@ -23,9 +38,195 @@ from sandbox.cases import load_hidden, load_public, read_jsonl
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
 
-__all__ = ["RunInputs", "load_inputs", "load_samples"]
+__all__ = [
+    "RunInputs",
+    "SampleFile",
+    "load_inputs",
+    "load_samples",
+    "open_samples",
+    "sample_ids",
+]
 
 _T = TypeVar("_T")
+
+CHUNK_LINES = 2048
+"""Lines checked together (one call of the shared JSON Lines checker)."""
+CHUNK_BYTES = 4 << 20
+"""Bytes checked together at most (a chunk ends early at a long line)."""
+_BOM = b"\xef\xbb\xbf"
+_DIGEST = 8
+"""Bytes of blake2b kept per line: a changed line is caught, not forged against."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What must not change between the check and each read."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> _Identity:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class SampleFile(Sequence[Sample]):
+    """The checked samples of a samples.jsonl, read from disk one at a time.
+
+    Holds per sample its id, task, line number, byte offset and an 8-byte
+    digest of the line, never the sample itself. ``samples[k]`` reads line k
+    again, checks that the file and the line are as they were when checked, and
+    builds the :class:`~gradebox.model.Sample`; iterating reads the lines in
+    order, on demand. Reads are thread-safe.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        identity: _Identity,
+        *,
+        ids: list[str],
+        fns: list[str],
+        lines: array[int],
+        offsets: array[int],
+        digests: bytes,
+        index: dict[str, int] | None = None,
+    ) -> None:
+        """Wrap what :func:`open_samples` found; use that function instead."""
+        self.path = path
+        self._identity = identity
+        self._ids = ids
+        self._fns = fns
+        self._lines = lines
+        self._offsets = offsets
+        self._digests = digests
+        self._index = index if index is not None else {sid: k for k, sid in enumerate(ids)}
+        self._lock = threading.Lock()
+        self._fh: IO[bytes] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    @property
+    def ids(self) -> Sequence[str]:
+        """Sample ids in input order (no line is read)."""
+        return self._ids
+
+    @property
+    def fns(self) -> Sequence[str]:
+        """Each sample's task, in input order (no line is read)."""
+        return self._fns
+
+    def line(self, k: int) -> int:
+        """The line number of sample ``k`` in the file."""
+        return self._lines[k]
+
+    def position(self, sample_id: str) -> int | None:
+        """The index of the sample with this id, ``None`` when there is none."""
+        return self._index.get(sample_id)
+
+    def __len__(self) -> int:
+        """How many samples."""
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, k: int) -> Sample: ...
+    @overload
+    def __getitem__(self, k: slice) -> Sequence[Sample]: ...
+    def __getitem__(self, k: int | slice) -> Sample | Sequence[Sample]:
+        """Sample ``k``, read from the file now (a slice reads each of its samples)."""
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        raw = self._read(k)
+        obj = json.loads(raw)
+        return Sample.from_json(obj, self._lines[k])
+
+    def __iter__(self) -> Iterator[Sample]:
+        """Every sample in input order, each read when it is reached."""
+        return (self[k] for k in range(len(self)))
+
+    def select(self, keep: Callable[[int], bool]) -> SampleFile:
+        """The samples whose index ``keep`` accepts, in input order (same file, same checks)."""
+        chosen = [k for k in range(len(self)) if keep(k)]
+        d = _DIGEST
+        return SampleFile(
+            self.path,
+            self._identity,
+            ids=[self._ids[k] for k in chosen],
+            fns=[self._fns[k] for k in chosen],
+            lines=array("I", (self._lines[k] for k in chosen)),
+            offsets=array("Q", (self._offsets[k] for k in chosen)),
+            digests=b"".join(self._digests[k * d : (k + 1) * d] for k in chosen),
+        )
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`BadInput` unless the file is as it was when checked."""
+        try:
+            now = _Identity.of(os.stat(self.path))
+        except OSError as exc:
+            raise self._changed(None, f"cannot be read any more ({exc.strerror or exc})") from exc
+        if now != self._identity:
+            raise self._changed(None, _what_changed(self._identity, now))
+
+    def close(self) -> None:
+        """Close the file handle reads use (a later read opens it again)."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._fh = self._finalizer = None
+
+    def _read(self, k: int) -> bytes:
+        with self._lock:
+            fh = self._handle()
+            held = _Identity.of(os.fstat(fh.fileno()))
+            if held != self._identity:
+                raise self._changed(None, _what_changed(self._identity, held))
+            fh.seek(self._offsets[k])
+            raw = fh.readline()
+        self.check_unchanged()  # the path still names the file that was checked
+        d = _DIGEST
+        if _digest(raw) != self._digests[k * d : (k + 1) * d]:
+            raise self._changed(self._lines[k], "this line is not the line that was checked")
+        return raw
+
+    def _handle(self) -> IO[bytes]:
+        if self._fh is None:
+            try:
+                fh = self.path.open("rb")
+            except OSError as exc:
+                raise self._changed(
+                    None, f"cannot be read any more ({exc.strerror or exc})"
+                ) from exc
+            self._fh = fh
+            self._finalizer = weakref.finalize(self, fh.close)
+        return self._fh
+
+    def _changed(self, line: int | None, what: str) -> BadInput:
+        where = f"{self.path}:{line}" if line is not None else f"{self.path}"
+        return BadInput(
+            [
+                f"{where}: changed after it was checked ({what}); samples after the change "
+                "were not graded (rows already written are kept). Do not edit or write "
+                "the samples file during a run; run again (with --run-dir to keep "
+                "finished rows)."
+            ]
+        )
+
+
+def _what_changed(was: _Identity, now: _Identity) -> str:
+    if (was.dev, was.ino) != (now.dev, now.ino):
+        return "it was replaced by another file"
+    if was.size != now.size:
+        return f"its size went from {was.size} to {now.size} bytes"
+    return "it was modified"
+
+
+def _digest(raw: bytes) -> bytes:
+    return hashlib.blake2b(raw, digest_size=_DIGEST).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,39 +235,156 @@ class RunInputs:
 
     tasks: dict[str, Task]
     """Tasks by ``fn``, with their hidden cases and public description."""
-    samples: list[Sample]
-    """Samples in input order."""
+    samples: SampleFile
+    """Samples in input order, read from disk as the run reaches them."""
     problems: list[str]
     """Bad lines that were skipped (only with ``skip_bad_lines``)."""
 
 
+def sample_ids(samples: Sequence[Sample]) -> Sequence[str]:
+    """The samples' ids in order; a :class:`SampleFile` answers without reading a line."""
+    if isinstance(samples, SampleFile):
+        return samples.ids
+    return [s.id for s in samples]
+
+
 def load_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[Sample], list[str]]:
-    """Load ``samples.jsonl``; duplicate ids and lines with neither reply nor code are bad."""
+    """Load ``samples.jsonl`` into memory (see :func:`open_samples` for a large file).
+
+    Duplicate ids and lines with neither reply nor code are bad.
+    """
+    samples, problems = open_samples(path, skip_bad_lines=skip_bad_lines)
+    try:
+        return list(samples), problems
+    finally:
+        samples.close()
+
+
+def open_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[SampleFile, list[str]]:
+    """Check every line of ``samples.jsonl`` now; read the samples later, on demand.
+
+    Each line gets the checks and messages of every JSON Lines input
+    (:func:`sandbox.cases.read_jsonl`, run over chunks of the file); duplicate
+    ids and lines with neither or both of reply and code are bad too.
+
+    Returns:
+        The good samples, and the bad lines as ``file:line: what is wrong``
+        (only with ``skip_bad_lines``).
+
+    Raises:
+        BadInput: The file is missing, unreadable or empty, it changed while it
+            was checked, or (without ``skip_bad_lines``) any line is bad.
+    """
     schema = json.loads(
         (resources.files("gradebox") / "schemas" / "samples.schema.json").read_text("utf-8")
     )
     try:
-        items, found = read_jsonl(path, schema, _sample)
-    except InputError as exc:
-        raise BadInput(exc.problems) from exc
-    seen: dict[str, int] = {}
-    samples: list[Sample] = []
-    for s in items:
-        if s.id in seen:
-            found.append((s.line, f"id: sample id {s.id!r} is already used on line {seen[s.id]}"))
-            continue
-        seen[s.id] = s.line
-        samples.append(s)
-    problems = [f"{path}:{n}: {m}" for n, m in sorted(found)]
+        fh = path.open("rb")
+    except FileNotFoundError as exc:
+        raise BadInput([f"{path}: no such file"]) from exc
+    except OSError as exc:
+        raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
+    with fh, tempfile.TemporaryDirectory(prefix="gradebox-samples-") as tmp:
+        identity = _Identity.of(os.fstat(fh.fileno()))
+        try:
+            found = _Checker(Path(tmp) / "chunk.jsonl", schema).run(fh)
+        except OSError as exc:
+            raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
+        after = _Identity.of(os.fstat(fh.fileno()))
+    if after != identity or found.size != identity.size:
+        raise BadInput([f"{path}: changed while it was being checked; run again"])
+    if found.empty:
+        raise BadInput([f"{path}: file is empty"])
+    problems = [f"{path}:{n}: {m}" for n, m in sorted(found.problems)]
     if problems and not skip_bad_lines:
         raise BadInput(problems)
-    return samples, problems
+    return (
+        SampleFile(
+            path,
+            identity,
+            ids=found.ids,
+            fns=found.fns,
+            lines=found.lines,
+            offsets=found.offsets,
+            digests=bytes(found.digests),
+            index=found.index,
+        ),
+        problems,
+    )
 
 
-def _sample(obj: dict[str, Any], line: int) -> tuple[Sample | None, list[str]]:
+class _Checker:
+    """Checks a samples file chunk by chunk; collects what a :class:`SampleFile` keeps."""
+
+    def __init__(self, chunk: Path, schema: dict[str, Any]) -> None:
+        self.chunk, self.schema = chunk, schema
+        self.ids: list[str] = []
+        self.fns: list[str] = []
+        self.lines = array("I")
+        self.offsets = array("Q")
+        self.digests = bytearray()
+        self.problems: list[tuple[int, str]] = []
+        self.empty = True
+        self.size = 0
+        self.index: dict[str, int] = {}
+        """Position of each kept id (to find a sample, and its duplicates)."""
+        self._task_names: dict[str, str] = {}  # one str object per task name
+
+    def run(self, fh: IO[bytes]) -> _Checker:
+        """Check every line of ``fh``."""
+        # Entry j of a chunk: (line number, offset, digest) of the chunk file's line j+1.
+        meta: list[tuple[int, int, bytes]] = []
+        parts: list[bytes] = []
+        held = 0
+        for number, raw in enumerate(iter(fh.readline, b""), start=1):
+            offset = self.size
+            self.size += len(raw)
+            if not meta and number > 1:
+                # A blank first line: a BOM that starts a later chunk stays a BOM in a line
+                # (the checker strips one only at the start of its file, as for the file).
+                meta.append((0, 0, b""))
+                parts.append(b"\n")
+            body = raw.removeprefix(_BOM) if offset == 0 else raw  # a read starts after it
+            meta.append((number, offset + len(raw) - len(body), _digest(body)))
+            parts.append(raw if raw.endswith(b"\n") else raw + b"\n")
+            held += len(raw)
+            if len(meta) >= CHUNK_LINES or held >= CHUNK_BYTES:
+                self._check(parts, meta)
+                meta, parts, held = [], [], 0
+        if meta:
+            self._check(parts, meta)
+        return self
+
+    def _check(self, parts: list[bytes], meta: list[tuple[int, int, bytes]]) -> None:
+        self.chunk.write_bytes(b"".join(parts))
+        parts.clear()
+        try:
+            items, found = read_jsonl(self.chunk, self.schema, _sample)
+        except InputError as exc:
+            if exc.problems != [f"{self.chunk}: file is empty"]:
+                raise BadInput(exc.problems) from exc
+            return  # only blank lines here
+        self.empty = False
+        self.problems += [(meta[j - 1][0], message) for j, message in found]
+        for j, sid, fn in items:
+            number, offset, digest = meta[j - 1]
+            first = self.index.get(sid)
+            if first is not None:
+                used = f"id: sample id {sid!r} is already used on line {self.lines[first]}"
+                self.problems.append((number, used))
+                continue
+            self.index[sid] = len(self.ids)
+            self.ids.append(sid)
+            self.fns.append(self._task_names.setdefault(fn, fn))
+            self.lines.append(number)
+            self.offsets.append(offset)
+            self.digests += digest
+
+
+def _sample(obj: dict[str, Any], line: int) -> tuple[tuple[int, str, str] | None, list[str]]:
     if ("reply" in obj) == ("code" in obj):
         return None, ["a sample needs exactly one of 'reply' (a model answer) or 'code'"]
-    return Sample.from_json(obj, line), []
+    return (line, obj["id"], obj["fn"]), []
 
 
 def load_inputs(
@@ -76,6 +394,7 @@ def load_inputs(
 
     Every file is read even when an earlier one is bad, so one run shows all problems.
     ``skip_bad_lines`` applies to samples and public tasks only, never to hidden cases.
+    Samples are checked now and read from disk later (:class:`SampleFile`).
 
     Raises:
         BadInput: Every problem found, as ``file:line: what is wrong``.
@@ -96,25 +415,28 @@ def load_inputs(
     pub: dict[str, PublicTask] = {}
     if public is not None:
         pub = attempt(lambda: load_public(public, skip_bad_lines=skip_bad_lines), {})
-    sample_list: list[Sample] = attempt(
-        lambda: load_samples(samples, skip_bad_lines=skip_bad_lines), []
+    sample_file: SampleFile | None = attempt(
+        lambda: open_samples(samples, skip_bad_lines=skip_bad_lines), None
     )
     if public is not None:
         fatal += _static_problems(public, pub)
-    if fatal:
+    if fatal or sample_file is None:
         raise BadInput(fatal)
     by_fn: dict[str, list[HiddenCase]] = {}
     for c in cases:
         by_fn.setdefault(c.fn, []).append(c)
     tasks = {fn: Task(fn, tuple(cs), pub.get(fn)) for fn, cs in by_fn.items()}
     orphans = [
-        f"{samples}:{s.line}: fn: {s.fn!r} has no hidden cases in {hidden}"
-        for s in sample_list
-        if s.fn not in tasks
+        f"{samples}:{sample_file.line(k)}: fn: {fn!r} has no hidden cases in {hidden}"
+        for k, fn in enumerate(sample_file.fns)
+        if fn not in tasks
     ]
     if orphans and not skip_bad_lines:
         raise BadInput(orphans)
-    kept = [s for s in sample_list if s.fn in tasks]
+    kept = sample_file
+    if orphans:
+        fns = sample_file.fns
+        kept = sample_file.select(lambda k: fns[k] in tasks)
     if not kept:
         raise BadInput([*problems, *orphans, f"{samples}: no sample can be graded"])
     return RunInputs(tasks=tasks, samples=kept, problems=problems + orphans)

@@ -29,6 +29,7 @@ from gradebox.grade import Grade
 from gradebox.model import Sample
 from gradebox.runs.config import RunConfig
 from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
+from gradebox.runs.inputs import SampleFile, sample_ids
 from gradebox.runs.passk import is_infra
 from gradebox.runs.rundir import HASH_FIELD, RunDir, write_atomic
 
@@ -39,8 +40,8 @@ __all__ = ["LazySources", "Plan", "Reports", "RunOutput", "sarif_log"]
 class Plan:
     """What a run grades and what it keeps from its run directory."""
 
-    todo: list[Sample]
-    """The samples to grade, in input order."""
+    todo: Sequence[Sample]
+    """The samples to grade, in input order (read from disk as grading reaches them)."""
     kept: dict[str, dict[str, Any]]
     """Rows kept from an earlier run, by sample id."""
     why: dict[str, list[str]] = field(default_factory=dict)
@@ -75,16 +76,21 @@ class LazySources(Mapping[str, str]):
         """Look samples up by id.
 
         Args:
-            samples: The run's samples.
+            samples: The run's samples (a :class:`~gradebox.runs.inputs.SampleFile`
+                reads only the samples looked up).
             code: A sample's extracted code, ``None`` when extraction failed.
         """
-        self._index = {s.id: k for k, s in enumerate(samples)}
+        if isinstance(samples, SampleFile):
+            self._position = samples.position
+        else:
+            index = {s.id: k for k, s in enumerate(samples)}
+            self._position = index.get
         self._samples = samples
         self._code = code
 
     def __getitem__(self, sample_id: str) -> str:
         """The sample's extracted code; ``KeyError`` when there is none."""
-        k = self._index.get(sample_id)
+        k = self._position(sample_id)
         code = None if k is None else self._code(self._samples[k])
         if code is None:
             raise KeyError(sample_id)
@@ -152,23 +158,28 @@ class RunOutput:
     def todo(self, samples: Sequence[Sample]) -> Plan:
         """Decide what to grade; with a run dir, drop its stale rows and record why."""
         if self.run is None:
-            self.plan = Plan(todo=list(samples), kept={})
+            self.plan = Plan(todo=samples, kept={})
             return self.plan
         old_rows = {r["id"]: r for r in self.run.rows()}
         old_prints = self.run.read_fingerprints()
         kept = self.run.resume(self.hashes)
         self.run.write_fingerprints(self.prints)
-        todo = [s for s in samples if s.id not in kept]
+        ids = sample_ids(samples)
+        todo: Sequence[Sample]
+        if isinstance(samples, SampleFile):
+            todo = samples.select(lambda k: ids[k] not in kept)
+        else:
+            todo = [s for s in samples if s.id not in kept]
         why: dict[str, list[str]] = {}
-        for s in todo:
-            old = old_rows.get(s.id)
+        for sid in sample_ids(todo):
+            old = old_rows.get(sid)
             if old is None:
                 continue
-            if is_infra(old) and old.get(HASH_FIELD) == self.hashes.get(s.id):
+            if is_infra(old) and old.get(HASH_FIELD) == self.hashes.get(sid):
                 reason = "an infrastructure error before"
             else:
-                reason = describe(changed_parts(old_prints.get(s.id), self.prints.get(s.id, {})))
-            why.setdefault(reason, []).append(s.id)
+                reason = describe(changed_parts(old_prints.get(sid), self.prints.get(sid, {})))
+            why.setdefault(reason, []).append(sid)
         self.plan = Plan(todo=todo, kept=kept, why=why)
         return self.plan
 
@@ -182,8 +193,8 @@ class RunOutput:
         """
         fresh = iter(new_rows)
         with self._sinks() as (out, spool, run):
-            for s in samples:
-                kept = self.plan.kept.get(s.id)
+            for sid in sample_ids(samples):
+                kept = self.plan.kept.get(sid)
                 if kept is not None:
                     row = {k: v for k, v in kept.items() if k != HASH_FIELD}
                 else:
