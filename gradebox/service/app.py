@@ -495,6 +495,7 @@ def _add_run(
             max_runs=c.token_queue_runs,
             max_samples=c.token_queue_samples,
             options=layers.to_json(),
+            pin_rubric=state.rubrics.pin if layers.judge != "off" else None,
         )
     except QuotaExceeded as exc:
         raise _queue_full(f"this token's queue quota is full: {exc}", c.run_retry_after_s) from exc

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 __all__ = [
     "QuotaExceeded",
+    "RubricPin",
     "RunInfo",
     "RunStatus",
     "StoredTask",
@@ -91,6 +92,20 @@ class StoredTask:
     """What grader tokens see of the hidden cases (``cases``, ``counts``, ``verdict``)."""
     static: dict[str, Any] = field(default_factory=dict)
     """The task's static settings (policy, allowed rules, lockfile); empty: the server's."""
+
+
+@dataclass(frozen=True, slots=True)
+class RubricPin:
+    """The rubric a run's task is judged with, fixed when the run was submitted."""
+
+    name: str
+    """The rubric's name (the task's ``public.rubric``)."""
+    revision: int
+    """The stored rubric's revision then; ``0`` for a built-in one (they never change)."""
+    digest: str | None
+    """SHA-256 of the snapshot's texts; ``None`` for a built-in rubric (loaded by name)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """The rubric and everything it includes, by name, as TOML (empty when read back)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,12 @@ a new one, so the judge (which prepares each rubric path once) picks the new
 text up on the next judgement, and its reply cache, keyed by the rubric's
 digest, never serves a reply given under the old text.
 
+A run is judged with the rubrics its tasks named when it was submitted, as
+they were then (:meth:`RubricFiles.pin`): the snapshot's texts are stored
+with the run (``rubric_snapshots``, kept while an unfinished run needs them),
+so replacing a rubric, or a rubric it includes, mid-run changes the judging
+of later runs and synchronous grades only, across a restart too.
+
 Names are ``[a-z][a-z0-9_-]{0,63}``; the built-in names (``default``,
 ``intent``, ``quality``) cannot be replaced. Prompt templates are the built-in
 ones: a snapshot directory has no ``prompts/`` of its own, so no client text
@@ -35,7 +41,7 @@ from typing import Any
 
 import rubrics
 from gradebox.service.problems import ApiError, Problem
-from gradebox.service.store import Store, iso_time
+from gradebox.service.store import RubricPin, Store, iso_time
 
 __all__ = [
     "MAX_RUBRIC_BYTES",
@@ -162,6 +168,34 @@ class RubricFiles:
                 self._paths[name] = (epoch, found)
         return found
 
+    def pin(self, name: str) -> RubricPin:
+        """Rubric ``name`` as it is now, with its includes: what a run is judged with.
+
+        Takes no lock of this class (the store calls it inside its write transaction).
+        """
+        stored = self.get(name)
+        if stored is None:  # built-in (or unknown: the judge says so when it loads it)
+            return RubricPin(name, 0, None)
+        texts = self._closure(name, {})
+        return RubricPin(name, stored.revision, _digest(texts), texts)
+
+    def pinned(self, pin: RubricPin) -> str:
+        """The file the judge loads for a pinned rubric (built-in: its name).
+
+        Raises:
+            LookupError: The snapshot's texts are no longer stored (no unfinished run
+                needs them).
+        """
+        if pin.digest is None:
+            return pin.name
+        where = self._root / pin.digest[:32] / f"{pin.name}.toml"
+        if where.is_file():
+            return str(where)
+        texts = pin.texts or self._store.rubric_texts(pin.digest)
+        if texts is None or _digest(texts) != pin.digest:
+            raise LookupError(f"rubric snapshot {pin.digest[:12]} is not stored")
+        return str(self._write(pin.name, texts))
+
     def _check(self, name: str, text: str) -> rubrics.Rubric:
         try:
             data = tomllib.loads(text)
@@ -178,9 +212,11 @@ class RubricFiles:
 
     def _snapshot(self, name: str, overrides: dict[str, str]) -> Path:
         """Write ``name`` and its includes (``overrides`` first, then stored, then built-in)."""
-        texts = self._closure(name, overrides)
-        blob = json.dumps(sorted(texts.items()), ensure_ascii=False).encode("utf-8")
-        where = self._root / hashlib.sha256(blob).hexdigest()[:32]
+        return self._write(name, self._closure(name, overrides))
+
+    def _write(self, name: str, texts: dict[str, str]) -> Path:
+        """The snapshot of ``texts`` (written once, in a directory named by their digest)."""
+        where = self._root / _digest(texts)[:32]
         if not where.is_dir():
             scratch = Path(tempfile.mkdtemp(dir=self._root, prefix=".new-"))
             for item, text in texts.items():
@@ -221,6 +257,11 @@ def _text(name: str, raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _invalid([Problem("/", "the body must be UTF-8 TOML text")]) from exc
+
+
+def _digest(texts: dict[str, str]) -> str:
+    blob = json.dumps(sorted(texts.items()), ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()
 
 
 def _includes(text: str) -> list[str]:

@@ -134,7 +134,9 @@ class ServiceState:
 
             self._judge = JudgeService(self._judge_stage, backlog=self.config.judge_backlog)
         self._front.start()
-        worker = self._worker = RunWorker(self._store, lambda: self._grading, self.lanes)
+        worker = self._worker = RunWorker(
+            self._store, lambda: self._grading, self.lanes, self._rubrics
+        )
         self.lanes.on_free(worker.wake)
         store = self._store
         self.metrics.gauges(

@@ -24,12 +24,13 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gradebox.service.records import (
     QuotaExceeded,
+    RubricPin,
     RunInfo,
     RunStatus,
     StoredTask,
@@ -40,6 +41,7 @@ from gradebox.service.records import (
 
 __all__ = [
     "QuotaExceeded",
+    "RubricPin",
     "RunInfo",
     "RunStatus",
     "Store",
@@ -126,6 +128,18 @@ CREATE TABLE IF NOT EXISTS feedback (
     PRIMARY KEY (kind, key, idx)
 );
 CREATE INDEX IF NOT EXISTS feedback_by_owner ON feedback (owner, created);
+CREATE TABLE IF NOT EXISTS rubric_snapshots (
+    digest TEXT PRIMARY KEY,
+    texts TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_rubrics (
+    run_id TEXT NOT NULL REFERENCES runs (id),
+    fn TEXT NOT NULL,
+    rubric TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    digest TEXT,
+    PRIMARY KEY (run_id, fn)
+);
 """
 
 _MIGRATIONS = (
@@ -153,6 +167,11 @@ _PRUNE_REVISIONS = (
     "DELETE FROM task_revisions WHERE fn = ? AND revision <> ? AND revision NOT IN "
     "(SELECT run_tasks.revision FROM run_tasks JOIN runs ON runs.id = run_tasks.run_id "
     "WHERE run_tasks.fn = ? AND runs.status IN (?, ?))"
+)
+_PRUNE_SNAPSHOTS = (
+    "DELETE FROM rubric_snapshots WHERE digest NOT IN "
+    "(SELECT run_rubrics.digest FROM run_rubrics JOIN runs ON runs.id = run_rubrics.run_id "
+    "WHERE run_rubrics.digest IS NOT NULL AND runs.status IN (?, ?))"
 )
 _PENDING = "json_extract(row, '$.judge.status') = 'pending'"
 
@@ -416,8 +435,14 @@ class Store:
         max_runs: int | None = None,
         max_samples: int | None = None,
         options: dict[str, Any] | None = None,
+        pin_rubric: Callable[[str], RubricPin] | None = None,
     ) -> None:
         """Store a run and all its samples in one transaction (all or nothing).
+
+        The run is pinned to the current revision of each of its tasks and, with
+        ``pin_rubric`` (a rubric name to its snapshot, read inside the transaction,
+        so no task or rubric written meanwhile can slip between), to the rubric
+        each of those revisions names.
 
         Raises:
             QuotaExceeded: ``owner`` would have more than ``max_runs`` unfinished runs
@@ -448,10 +473,55 @@ class Store:
                     "SELECT ?, fn, revision FROM tasks WHERE fn = ?",
                     ((run_id, fn) for fn in sorted({str(s["fn"]) for s in samples})),
                 )
+                if pin_rubric is not None:
+                    self._pin_rubrics(run_id, pin_rubric)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _pin_rubrics(self, run_id: str, pin_rubric: Callable[[str], RubricPin]) -> None:
+        """Pin a run's rubrics (in :meth:`add_run`'s transaction); drop unneeded snapshots."""
+        tasks = self._db.execute(
+            "SELECT run_tasks.fn, task_revisions.public FROM run_tasks JOIN task_revisions "
+            "ON task_revisions.fn = run_tasks.fn AND task_revisions.revision = run_tasks.revision "
+            "WHERE run_tasks.run_id = ?",
+            (run_id,),
+        ).fetchall()
+        pins: dict[str, RubricPin] = {}
+        for fn, public in tasks:
+            name = str(json.loads(public).get("rubric") or "default")
+            if name not in pins:
+                pins[name] = pin_rubric(name)
+            pin = pins[name]
+            if pin.digest is not None:
+                self._db.execute(
+                    "INSERT OR IGNORE INTO rubric_snapshots (digest, texts) VALUES (?, ?)",
+                    (pin.digest, _dump(pin.texts)),
+                )
+            self._db.execute(
+                "INSERT INTO run_rubrics (run_id, fn, rubric, revision, digest) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, fn, pin.name, pin.revision, pin.digest),
+            )
+        self._db.execute(_PRUNE_SNAPSHOTS, _UNFINISHED)
+
+    def run_rubric(self, run_id: str, fn: str) -> RubricPin | None:
+        """The rubric run ``run_id`` judges task ``fn`` with (without its texts).
+
+        ``None`` for a run submitted with the judge off, or from before rubrics were
+        pinned: it is judged with the task's rubric as it is now.
+        """
+        row = self._one(
+            "SELECT rubric, revision, digest FROM run_rubrics WHERE run_id = ? AND fn = ?",
+            (run_id, fn),
+        )
+        return None if row is None else RubricPin(str(row[0]), int(row[1]), row[2])
+
+    def rubric_texts(self, digest: str) -> dict[str, str] | None:
+        """The texts of a pinned rubric snapshot (kept while an unfinished run needs it)."""
+        row = self._one("SELECT texts FROM rubric_snapshots WHERE digest = ?", (digest,))
+        return None if row is None else dict(json.loads(row[0]))
 
     def queued_by(self, owner: str) -> tuple[int, int]:
         """``(unfinished runs, ungraded samples in them)`` of one token."""

@@ -15,7 +15,11 @@ and is graded when the run resumes, on the next start.
 
 Each run grades with the layers it was submitted with (stored with the run), and
 against the revision each of its tasks had when it was submitted: replacing a
-task mid-run changes the cases of runs submitted later only. A
+task mid-run changes the cases of runs submitted later only. Its judge uses the
+rubric each of those revisions named, as it was when the run was submitted
+(:meth:`~gradebox.service.rubricdata.RubricFiles.pin`; rows record
+``rubric_revision``, ``0`` for a built-in rubric): replacing a rubric mid-run
+changes the judging of later runs only. A
 row whose judge was deferred is committed at once (``judge.status: "pending"``)
 and replaced when the judge answers.
 """
@@ -31,6 +35,7 @@ from typing import Any
 from gradebox.service.config import Layers
 from gradebox.service.grading import GradingService, Outcome, infra_row
 from gradebox.service.lanes import Lanes
+from gradebox.service.rubricdata import RubricFiles
 from gradebox.service.store import Store
 from gradebox.service.validate import sample_from_json
 
@@ -43,10 +48,18 @@ class RunWorker:
     """A background thread that grades runs until stopped."""
 
     def __init__(
-        self, store: Store, grading: Callable[[], GradingService | None], lanes: Lanes
+        self,
+        store: Store,
+        grading: Callable[[], GradingService | None],
+        lanes: Lanes,
+        rubrics: RubricFiles | None = None,
     ) -> None:
-        """Grade with ``grading()`` (``None`` until the sandbox is ready), as ``lanes`` allow."""
+        """Grade with ``grading()`` (``None`` until the sandbox is ready), as ``lanes`` allow.
+
+        ``rubrics`` turns a run's pinned rubric into the file its judge loads.
+        """
         self._store = store
+        self._rubrics = rubrics
         self._grading = grading
         self._lanes = lanes
         self._jobs = lanes.batch_jobs
@@ -150,10 +163,16 @@ class RunWorker:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))
         revision = self._store.run_revision(run_id, sample.fn)  # pinned when submitted
+        pin = self._store.run_rubric(run_id, sample.fn) if layers.judge != "off" else None
+        pinned: dict[str, Any] = {} if pin is None else {"rubric_revision": pin.revision}
         try:
-            outcome = grading.grade(sample, layers, lane="batch", revision=revision, owner=owner)
+            rubric = None if pin is None or self._rubrics is None else self._rubrics.pinned(pin)
+            outcome = grading.grade(
+                sample, layers, lane="batch", revision=revision, owner=owner, rubric=rubric
+            )
         except Exception as exc:  # a grader bug must not look like a wrong submission
             row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
             outcome = Outcome(row)
+        outcome.row.update(pinned)
         if self._store.put_result(run_id, idx, outcome.row) and outcome.later is not None:
-            outcome.later(lambda row: self._store.update_result(run_id, idx, row))
+            outcome.later(lambda row: self._store.update_result(run_id, idx, row | pinned))
