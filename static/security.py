@@ -32,10 +32,8 @@ raised on, one it left out without saying -- is that file's failure only
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
-import select
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -46,7 +44,7 @@ from typing import Any
 from static.config import SecurityConfig, StaticConfig
 from static.findings import FileErrors, Finding, Severity, ToolError
 from static.source import uncompilable
-from static.tools import locate
+from static.tools import TOOL_ENV, ToolWorker, locate
 
 __all__ = [
     "WORKER_REQUESTS",
@@ -60,7 +58,6 @@ __all__ = [
 
 _SEVERITY: dict[str, Severity] = {"LOW": "low", "MEDIUM": "medium", "HIGH": "high"}
 _SYNTAX = "syntax error while parsing AST from file"
-_ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
 _WORKER = (
     "import json, sys\n"
     "from bandit.core import config, manager\n"
@@ -120,7 +117,7 @@ def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Findin
             [*argv, *map(str, files)],
             capture_output=True,
             timeout=config.timeout_s,
-            env=_ENV,
+            env=TOOL_ENV,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -192,7 +189,7 @@ class InProcess:
         return _split(files, _Report(issues, skipped, scanned), self._timeout_s)
 
 
-class Worker:
+class Worker(ToolWorker[dict[str, Any]]):
     """bandit's API in a long-lived child process, for the many batches of a grading run.
 
     The same scan as :class:`InProcess` (the same manager, profile and
@@ -200,8 +197,11 @@ class Worker:
     it runs on another core than the grader and its :mod:`ast` parses never meet
     the grader's (see :mod:`static.source`). Recycled every
     :data:`WORKER_REQUESTS` requests and restarted once if it dies; it exits by
-    itself when this process goes away. Not thread-safe: one per thread.
+    itself when this process goes away (:class:`static.tools.ToolWorker`). Not
+    thread-safe: one per thread.
     """
+
+    tool = "bandit"
 
     def __init__(self, config: StaticConfig) -> None:
         """Start the worker (bandit loads its plugins there, ~0.2 s).
@@ -213,14 +213,7 @@ class Worker:
             ToolError: the worker did not start.
         """
         self._config = config
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._served = 0
-        self._start()
-
-    @property
-    def pid(self) -> int | None:
-        """The worker's process id, ``None`` when it is not running."""
-        return None if self._proc is None else self._proc.pid
+        super().__init__(config.timeout_s)
 
     def check(self, files: Sequence[Path]) -> dict[Path, list[Finding]]:
         """Scan candidate files in the worker.
@@ -237,17 +230,8 @@ class Worker:
         """
         if not files:
             return {}
-        if self._served >= WORKER_REQUESTS:
-            self.close()
-            self._start()
-        try:
-            reply = self._ask(files)
-        except ToolError as exc:
-            self.close()
-            self._start()
-            if isinstance(exc.__cause__, subprocess.TimeoutExpired):
-                raise  # not retried: that would double the wait
-            reply = self._ask(files)
+        self._recycle_if_due()
+        reply = self._request(files)
         if "error" in reply:
             raise ToolError(f"bandit raised {reply['error']}")
         try:
@@ -258,55 +242,14 @@ class Worker:
             raise ToolError(f"the bandit worker replied something unexpected: {exc}") from exc
         return _split(files, _Report(issues, skipped, scanned), self._config.timeout_s)
 
-    def close(self) -> None:
-        """Stop the worker (kill it if it does not stop); safe to call twice."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # our own child, by its handle
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    def _argv(self) -> list[str]:
+        return [sys.executable, "-I", "-c", _WORKER, json.dumps(list(self._config.security.skip))]
 
-    def _start(self) -> None:
-        argv = [sys.executable, "-I", "-c", _WORKER, json.dumps(list(self._config.security.skip))]
-        try:
-            self._proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=_ENV,
-            )
-        except OSError as exc:
-            raise ToolError(f"the bandit worker did not start: {exc}") from exc
-        self._served = 0
+    def _limits(self) -> tuple[int, int | None]:
+        return WORKER_REQUESTS, None
 
-    def _ask(self, files: Sequence[Path]) -> dict[str, Any]:
-        proc = self._proc
-        if proc is None or proc.stdin is None or proc.stdout is None:
-            raise ToolError("the bandit worker is not running")
-        self._served += 1
-        try:
-            proc.stdin.write(json.dumps([str(path) for path in files]).encode() + b"\n")
-            proc.stdin.flush()
-            ready, _, _ = select.select([proc.stdout], [], [], self._config.timeout_s)
-            if not ready:
-                raise ToolError(
-                    f"the bandit worker took longer than {self._config.timeout_s} s"
-                ) from subprocess.TimeoutExpired("bandit worker", self._config.timeout_s)
-            reply = json.loads(proc.stdout.readline())
-            if not isinstance(reply, dict):
-                raise TypeError("not an object")
-            return reply
-        except (OSError, ValueError, TypeError) as exc:
-            raise ToolError(f"the bandit worker failed: {type(exc).__name__}: {exc}") from exc
+    def _decode(self, reply: dict[str, Any]) -> dict[str, Any]:
+        return reply
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,12 +56,10 @@ from __future__ import annotations
 import ast
 import builtins
 import collections.abc
-import contextlib
 import io
 import json
 import os
 import re
-import select
 import subprocess
 import sys
 import tokenize
@@ -73,7 +71,7 @@ from typing import Any
 from static.config import StaticConfig
 from static.findings import FileErrors, Finding, Severity, ToolError
 from static.source import parse, uncompilable
-from static.tools import locate
+from static.tools import TOOL_ENV, ToolWorker, locate
 
 __all__ = [
     "MYPY_FLAGS",
@@ -122,7 +120,6 @@ _TEXT_LINE = re.compile(
     r"(?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
 )
 _SEVERITY: dict[str, Severity] = {"syntax": "high", "name-defined": "high"}
-_ENV = {"LC_ALL": "C.UTF-8", "NO_COLOR": "1"}
 _WARMUP = (
     "import asyncio, bisect, collections, dataclasses, datetime, decimal, enum, fractions\n"
     "import functools, heapq, itertools, json, math, operator, random, re, statistics\n"
@@ -174,7 +171,7 @@ def check(files: Sequence[Path], config: StaticConfig) -> dict[Path, list[Findin
     return _check_all(files, config, cwd, run, run)
 
 
-class Worker:
+class Worker(ToolWorker[tuple[str, int]]):
     """A long-lived mypy process for one candidate at a time on a warm service.
 
     The worker imports mypy once and calls ``mypy.api.run`` per request (the
@@ -185,9 +182,11 @@ class Worker:
     faster, but mypy 2.4's daemon crashes or reports wrong errors when the
     imports change between requests.) The worker is recycled every
     :data:`WORKER_REQUESTS` requests or :data:`WORKER_FILES` files and restarted once
-    if it dies; it exits by
-    itself when this process goes away. Not thread-safe: one per thread.
+    if it dies; it exits by itself when this process goes away
+    (:class:`static.tools.ToolWorker`). Not thread-safe: one per thread.
     """
+
+    tool = "mypy"
 
     def __init__(self, config: StaticConfig, workdir: Path, *, warmup: str | None = None) -> None:
         """Start the worker and warm it up.
@@ -204,14 +203,7 @@ class Worker:
         self._config = config
         self._root = workdir
         self._warmup = _WARMUP if warmup is None else warmup
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._served = self._files = 0
-        self._start()
-
-    @property
-    def pid(self) -> int | None:
-        """The worker's process id, ``None`` when it is not running."""
-        return None if self._proc is None else self._proc.pid
+        super().__init__(config.timeout_s, log=workdir / "mypy-worker.log")
 
     def check(self, files: Sequence[Path]) -> dict[Path, list[Finding]]:
         """Type-check prepared candidate files in the worker.
@@ -227,76 +219,25 @@ class Worker:
         """
         if not files:
             return {}
-        if self._served >= WORKER_REQUESTS or self._files >= WORKER_FILES:
-            self.close()
-            self._start()
+        self._recycle_if_due()
         return _check_all(files, self._config, self._root, self._request, self._request)
 
-    def close(self) -> None:
-        """Stop the worker (kill it if it does not stop); safe to call twice."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError):  # a dead worker: buffered bytes cannot flush
-                proc.stdin.close()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # our own child, by its handle
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-    def _start(self) -> None:
+    def _argv(self) -> list[str]:
         flags = [*MYPY_FLAGS, f"--cache-dir={_cache_dir(self._config)}"]
-        argv = [sys.executable, "-I", "-c", _WORKER, json.dumps(flags)]
-        try:
-            with (self._root / "mypy-worker.log").open("ab") as log:
-                self._proc = subprocess.Popen(
-                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=_ENV
-                )
-        except OSError as exc:
-            raise ToolError(f"the mypy worker did not start: {exc}") from exc
-        self._served = self._files = 0
+        return [sys.executable, "-I", "-c", _WORKER, json.dumps(flags)]
+
+    def _limits(self) -> tuple[int, int | None]:
+        return WORKER_REQUESTS, WORKER_FILES
+
+    def _decode(self, reply: dict[str, Any]) -> tuple[str, int]:
+        return str(reply["out"]), int(reply["status"])
+
+    def _started(self) -> None:
         warmup = self._root / "warmup.py"
         warmup.write_text(self._warmup, encoding="utf-8")
         self._ask([warmup])
         warmup.unlink()
         self._files = 0  # candidates' files only
-
-    def _request(self, files: Sequence[Path]) -> tuple[str, int]:
-        try:
-            return self._ask(files)
-        except ToolError as exc:
-            self.close()
-            self._start()
-            if isinstance(exc.__cause__, subprocess.TimeoutExpired):
-                raise  # not retried (that would double the wait), nor bisected
-            return self._ask(files)
-
-    def _ask(self, files: Sequence[Path]) -> tuple[str, int]:
-        proc = self._proc
-        if proc is None or proc.stdin is None or proc.stdout is None:
-            raise ToolError("the mypy worker is not running")
-        self._served += 1
-        self._files += len(files)
-        try:
-            proc.stdin.write(json.dumps([str(path) for path in files]).encode() + b"\n")
-            proc.stdin.flush()
-            ready, _, _ = select.select([proc.stdout], [], [], self._config.timeout_s)
-            if not ready:
-                raise ToolError(
-                    f"the mypy worker took longer than {self._config.timeout_s} s"
-                ) from subprocess.TimeoutExpired("mypy worker", self._config.timeout_s)
-            reply = json.loads(proc.stdout.readline())
-            return str(reply["out"]), int(reply["status"])
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise ToolError(f"the mypy worker failed: {self._log_tail()}") from exc
-
-    def _log_tail(self) -> str:
-        log = self._root / "mypy-worker.log"
-        return log.read_text(errors="replace").strip()[-300:] if log.exists() else "(no log)"
 
 
 def prepare(code: str, fn: str, signature: str | None) -> str:
@@ -342,7 +283,7 @@ def _process(config: StaticConfig, cwd: Path) -> _Runner:
                 capture_output=True,
                 timeout=config.timeout_s,
                 cwd=cwd,
-                env=_ENV,
+                env=TOOL_ENV,
                 check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
