@@ -8,7 +8,8 @@
   (only ``role`` is required) creates a token and returns it, once.
 - ``GET /v1/tokens``: every token's id, role, creation, expiry and task scope; never a
   secret or a hash.
-- ``DELETE /v1/tokens/{id}``: revoke; the token's very next request is a 401.
+- ``DELETE /v1/tokens/{id}``: revoke; the token's very next request is a 401, and its
+  queued runs are cancelled (``reason: "token revoked"``; samples in flight finish).
 """
 
 from __future__ import annotations
@@ -99,9 +100,10 @@ def _token_routes(app: FastAPI, state: ServiceState) -> None:
 
     @app.delete("/v1/tokens/{token_id}", tags=["tokens"])
     async def revoke_token(token_id: str, _who: Admin) -> dict[str, Any]:
-        """Revoke a token: its next request is a 401."""
+        """Revoke a token: its next request is a 401; its queued runs are cancelled."""
         if len(token_id) > 64 or not state.store.revoke_token(token_id):
             raise ApiError(404, "not found")
+        state.wake_worker()  # its queued runs are cancelled now, not at the next turn
         _log.info("token %s revoked", token_id)
         return {"id": token_id, "revoked": True}
 

@@ -13,7 +13,9 @@ Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
 - ``POST /v1/runs``: submit samples (JSON array or JSON Lines); returns the run id at once.
   Layers as query parameters: ``?static=true|false&judge=wait|defer|off``.
 - ``GET /v1/runs/{id}``, ``GET /v1/runs/{id}/results``, ``GET /v1/runs/{a}/diff/{b}``,
-  ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel.
+  ``DELETE /v1/runs/{id}``: status and summary, results.jsonl, comparison, cancel. A
+  cancelled run says why (``reason``: ``cancelled on request``, or ``token revoked`` /
+  ``token expired`` when its token stopped working: no new sample of it starts).
 - ``GET /healthz`` (the process answers) and ``GET /readyz`` (the sandbox passed its
   self-check; 503 until then and whenever it did not: fail closed).
 - ``PUT/GET /v1/rubrics/{name}``, ``POST/GET /v1/tokens``, ``DELETE /v1/tokens/{id}``
@@ -461,7 +463,7 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
     async def cancel(run_id: str, who: Who) -> dict[str, Any]:
         """Cancel a queued or running run; finished results stay."""
         visible(run_id, who)
-        if not state.store.set_status(run_id, "cancelled"):
+        if not state.store.set_status(run_id, "cancelled", reason="cancelled on request"):
             raise ApiError(409, "the run has already finished")
         info = state.store.run(run_id)
         assert info is not None  # noqa: S101 - it was just updated
@@ -534,6 +536,7 @@ def _run_json(info: RunInfo) -> dict[str, Any]:
         "total": info.total,
         "done": info.done,
         "progress": round(info.done / info.total, 4) if info.total else 1.0,
+        "reason": info.reason,
     }
 
 

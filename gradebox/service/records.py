@@ -126,3 +126,5 @@ class RunInfo:
     """Samples in the run."""
     done: int
     """Samples with a result."""
+    reason: str | None = None
+    """Why it was cancelled (``cancelled on request``, ``token revoked``, ``token expired``)."""

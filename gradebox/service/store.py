@@ -77,7 +77,8 @@ CREATE TABLE IF NOT EXISTS runs (
     created REAL NOT NULL,
     finished REAL,
     total INTEGER NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}'
+    options TEXT NOT NULL DEFAULT '{}',
+    reason TEXT
 );
 CREATE TABLE IF NOT EXISTS samples (
     run_id TEXT NOT NULL REFERENCES runs (id),
@@ -156,6 +157,8 @@ _MIGRATIONS = (
     # From before token expiry and task scopes: no expiry, every task.
     ("tokens", "expires", "ALTER TABLE tokens ADD COLUMN expires REAL"),
     ("tokens", "tasks", "ALTER TABLE tokens ADD COLUMN tasks TEXT"),
+    # From before runs said why they were cancelled: no reason.
+    ("runs", "reason", "ALTER TABLE runs ADD COLUMN reason TEXT"),
 )
 _BACKFILL_REVISIONS = (
     # From before revisions were kept: each task's current revision is its first kept one.
@@ -176,6 +179,12 @@ _PRUNE_SNAPSHOTS = (
 _PENDING = "json_extract(row, '$.judge.status') = 'pending'"
 
 _UNFINISHED = ("queued", "running")
+_ORPHANED = (
+    # Unfinished runs whose token is gone (revoked) or expired, with the reason.
+    "SELECT runs.id, CASE WHEN tokens.id IS NULL THEN 'token revoked' ELSE 'token expired' END "
+    "FROM runs LEFT JOIN tokens ON tokens.id = runs.owner WHERE runs.status IN (?, ?) "
+    "AND (tokens.id IS NULL OR (tokens.expires IS NOT NULL AND tokens.expires <= ?))"
+)
 
 
 class Store:
@@ -296,8 +305,22 @@ class Store:
         ]
 
     def revoke_token(self, token_id: str) -> bool:
-        """Delete a token: its next request fails (runs it made stay, unreachable to others)."""
+        """Delete a token: its next request fails; a running server cancels its queued runs.
+
+        Written from any process (``gradebox token revoke`` beside a running server):
+        the server reads tokens from this database on every request and before it
+        starts each sample (:meth:`unfinished`, :meth:`retire_orphaned`).
+        """
         return self._write("DELETE FROM tokens WHERE id = ?", (token_id,)) > 0
+
+    def token_live(self, token_id: str, now: float | None = None) -> bool:
+        """Whether a token exists and has not expired (at ``now``, default: the time now)."""
+        when = time.time() if now is None else now
+        row = self._one(
+            "SELECT 1 FROM tokens WHERE id = ? AND (expires IS NULL OR expires > ?)",
+            (token_id, when),
+        )
+        return row is not None
 
     def has_admin(self) -> bool:
         """Whether any admin token exists."""
@@ -551,13 +574,36 @@ class Store:
         )
         return int(row[0]) if row else 0
 
-    def unfinished(self) -> list[tuple[str, str]]:
-        """``(owner, run id)`` of every queued or running run, oldest first."""
+    def unfinished(self, now: float | None = None) -> list[tuple[str, str]]:
+        """``(owner, run id)`` of every queued or running run whose token is live, oldest first.
+
+        A run whose token was revoked or has expired (at ``now``, default: the time
+        now) is left out: no new sample of it starts (:meth:`retire_orphaned`
+        cancels it).
+        """
+        when = time.time() if now is None else now
         rows = self._all(
-            "SELECT owner, id FROM runs WHERE status IN (?, ?) ORDER BY created, rowid",
-            _UNFINISHED,
+            "SELECT runs.owner, runs.id FROM runs JOIN tokens ON tokens.id = runs.owner "
+            "WHERE runs.status IN (?, ?) AND (tokens.expires IS NULL OR tokens.expires > ?) "
+            "ORDER BY runs.created, runs.rowid",
+            (*_UNFINISHED, when),
         )
         return [(str(owner), str(run_id)) for owner, run_id in rows]
+
+    def retire_orphaned(self, now: float | None = None) -> list[tuple[str, str]]:
+        """Cancel every unfinished run whose token was revoked or has expired.
+
+        Returns:
+            ``(run id, reason)`` of each run cancelled now; the reason is ``token
+            revoked`` or ``token expired``. Results already stored stay.
+        """
+        when = time.time() if now is None else now
+        found = self._all(_ORPHANED, (*_UNFINISHED, when))
+        return [
+            (str(run_id), str(reason))
+            for run_id, reason in found
+            if self.set_status(str(run_id), "cancelled", reason=str(reason))
+        ]
 
     def next_pending(self, run_id: str, after: int) -> tuple[int, dict[str, Any]] | None:
         """The first sample of a run after index ``after`` that has no result yet."""
@@ -572,19 +618,20 @@ class Store:
         """A run's status and progress."""
         row = self._one(
             "SELECT id, owner, status, created, finished, total, "
-            "(SELECT count(*) FROM samples WHERE run_id = runs.id AND row IS NOT NULL) "
+            "(SELECT count(*) FROM samples WHERE run_id = runs.id AND row IS NOT NULL), reason "
             "FROM runs WHERE id = ?",
             (run_id,),
         )
         return None if row is None else RunInfo(*row)
 
-    def set_status(self, run_id: str, status: RunStatus) -> bool:
-        """Move an unfinished run to ``status``; False when it had already finished."""
+    def set_status(self, run_id: str, status: RunStatus, *, reason: str | None = None) -> bool:
+        """Move an unfinished run to ``status`` (cancelled: with ``reason``); False if finished."""
         finished = time.time() if status in ("done", "cancelled") else None
         return (
             self._write(
-                "UPDATE runs SET status = ?, finished = ? WHERE id = ? AND status IN (?, ?)",
-                (status, finished, run_id, *_UNFINISHED),
+                "UPDATE runs SET status = ?, finished = ?, reason = ? "
+                "WHERE id = ? AND status IN (?, ?)",
+                (status, finished, reason, run_id, *_UNFINISHED),
             )
             == 1
         )

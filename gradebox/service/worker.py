@@ -10,7 +10,11 @@ token has work, never all of them until it is done. A result is written only
 where none exists (:meth:`Store.put_result`), so a sample never gets two.
 
 Stopping (shutdown) and cancelling stop new samples from starting; samples in
-flight finish and are committed. A sample cut off by a hard kill has no result
+flight finish and are committed. A run whose token was revoked (``gradebox
+token revoke`` from another process, or the admin API) or has expired is
+cancelled with that reason (``token revoked``, ``token expired``): the token is
+read from the database before each sample starts and at every turn of the loop
+(at least once a second), as each request reads it. A sample cut off by a hard kill has no result
 and is graded when the run resumes, on the next start.
 
 Each run grades with the layers it was submitted with (stored with the run), and
@@ -96,6 +100,7 @@ class RunWorker:
             while not self._stop.is_set():
                 try:
                     self._settle()
+                    self._retire()
                     grading = self._grading()
                     if grading is not None:
                         self._fill(pool, grading)
@@ -118,7 +123,10 @@ class RunWorker:
             future.add_done_callback(lambda _f: self._wake.set())
 
     def _next(self) -> tuple[str, str, int, dict[str, Any]] | None:
-        """The next sample to grade: the next token in turn, its oldest run with work left."""
+        """The next sample to grade: the next token in turn, its oldest run with work left.
+
+        Runs of a token revoked or expired since the last turn are left out.
+        """
         runs = self._store.unfinished()
         self._cursor = {r: i for r, i in self._cursor.items() if any(r == x for _, x in runs)}
         owners = list(dict.fromkeys(owner for owner, _ in runs))
@@ -144,6 +152,12 @@ class RunWorker:
                 self._last_owner = owner
                 return owner, run_id, item[0], item[1]
         return None
+
+    def _retire(self) -> None:
+        """Cancel the unfinished runs of revoked or expired tokens (in flight: they finish)."""
+        for run_id, reason in self._store.retire_orphaned():
+            self._cursor.pop(run_id, None)
+            _log.info("run %s: cancelled (%s)", run_id, reason)
 
     def _settle(self) -> None:
         """Collect finished samples (their results are already committed)."""

@@ -74,12 +74,13 @@ async def test_a_run_keeps_its_task_revision_when_the_task_is_replaced(kit):
 async def test_a_database_from_before_revisions_keeps_grading(kit):
     async with kit.running(register=False) as svc:
         await put(svc, task(2))
+        owner = svc.grader["Authorization"].split("_")[1]  # a live token's id
     # An older database: no kept revisions, a run without pinned tasks.
     with sqlite3.connect(kit.tmp / "svc.sqlite") as conn:
         conn.execute("DELETE FROM task_revisions")
         conn.execute(
             "INSERT INTO runs (id, owner, status, created, total) VALUES (?, ?, ?, ?, ?)",
-            ("old", "x", "queued", 0, 1),
+            ("old", owner, "queued", 0, 1),
         )
         sample = {"id": "a", "fn": "inc", "code": "def inc(x):\n    return x + 1\n"}
         conn.execute(
