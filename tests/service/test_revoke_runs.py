@@ -62,7 +62,9 @@ async def test_revoking_through_the_api_cancels_that_tokens_runs_only(kit):
         r = await svc.client.delete(f"/v1/tokens/{token_id(svc.grader)}", headers=svc.admin)
         assert r.status_code == 200
         for run_id in (mine, queued):
-            info = await until(svc, run_id, lambda x: x["status"] in ("cancelled", "done"), timeout=10)
+            info = await until(
+                svc, run_id, lambda x: x["status"] in ("cancelled", "done"), timeout=10
+            )
             assert (info["status"], info["reason"]) == ("cancelled", "token revoked")
         at_cancel = (await status(svc, mine))["done"]
         # The other token's run is not touched: it runs to its end.
