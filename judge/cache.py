@@ -140,6 +140,7 @@ def cache_key(
     rung: str = "json_schema",
     extras: Mapping[str, Any] | None = None,
     repeat: int = 0,
+    scope: str = "",
 ) -> str:
     """The cache key of one request.
 
@@ -155,11 +156,13 @@ def cache_key(
         rung: The response-format rung asked for.
         extras: Other body fields sent (token cap, ``extra_body``).
         repeat: Which repeat of a ``--judge-repeat`` judgement (0 for a single one).
+        scope: Who may share this entry (:attr:`judge.types.JudgeItem.cache_scope`);
+            ``""`` (everyone) keeps the keys of earlier versions.
 
     Returns:
         64 hex digits.
     """
-    document = {
+    document: dict[str, Any] = {
         "format": CACHE_FORMAT,
         "rung": rung,
         "extras": dict(extras or {}),
@@ -173,6 +176,8 @@ def cache_key(
         "seed": seed,
         "temperature": temperature,
     }
+    if scope:
+        document["scope"] = scope
     canonical = json.dumps(document, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
     return _sha256(canonical)
 
@@ -224,7 +229,9 @@ def input_context(
     return _sha256(canonical)
 
 
-def input_key(context: str, *, fn: str, signature: str, spec: str, code: str) -> str:
+def input_key(
+    context: str, *, fn: str, signature: str, spec: str, code: str, scope: str = ""
+) -> str:
     """The input key of one item: cheap, and without rendering the prompt.
 
     Args:
@@ -233,12 +240,15 @@ def input_key(context: str, *, fn: str, signature: str, spec: str, code: str) ->
         signature: The public signature.
         spec: The public specification.
         code: The candidate code as extracted.
+        scope: Who may share this entry (:attr:`judge.types.JudgeItem.cache_scope`);
+            ``""`` (everyone) keeps the keys of earlier versions.
 
     Returns:
         64 hex digits.
     """
     digest = hashlib.sha256(context.encode("ascii"))
-    for text in (fn, signature, spec, code):  # length-prefixed: no ambiguous joins
+    texts = (fn, signature, spec, code, scope) if scope else (fn, signature, spec, code)
+    for text in texts:  # length-prefixed: no ambiguous joins
         data = text.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)

@@ -453,6 +453,7 @@ class Judge:
             signature=item.signature,
             spec=item.spec,
             code=item.code,
+            scope=item.cache_scope,
         )
 
     def _stored(
@@ -554,6 +555,7 @@ class Judge:
             rung=caps.rung,
             extras=self._extras(caps),
             repeat=repeat,
+            scope=item.cache_scope,
         )
 
     def _request_record(self, plan: _Plan, reply: Reply) -> dict[str, Any]:

@@ -95,6 +95,11 @@ class JudgeItem:
     """The extracted code, exactly as extraction returned it."""
     rubric_name: str = "default"
     """A built-in rubric's name or a rubric file's path (public.jsonl ``rubric``)."""
+    cache_scope: str = ""
+    """Who may be answered from this item's cache entries: items of different scopes
+    never share one (their keys differ), so neither a cached reply nor ``cache_hit``
+    says anything about another scope's items. ``""``: one scope for everyone (a
+    CLI run); the service gives each token its own."""
 
 
 @dataclass(frozen=True, slots=True)

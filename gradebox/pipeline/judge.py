@@ -123,8 +123,12 @@ class JudgeStage:
             + hashlib.sha256(templates.encode("utf-8")).hexdigest()
         )
 
-    def item(self, g: Graded) -> JudgeItem | JudgeResult:
-        """What the judge is asked about ``g``, or why it is not asked."""
+    def item(self, g: Graded, *, scope: str = "") -> JudgeItem | JudgeResult:
+        """What the judge is asked about ``g``, or why it is not asked.
+
+        ``scope`` is the item's :attr:`judge.JudgeItem.cache_scope` (the service's
+        token id: no token is answered from, or learns of, another's cache entries).
+        """
         if g.code is None:
             return JudgeResult.skipped("no_code", "no code was extracted")
         if g.public is None or not g.public.spec.strip():
@@ -138,15 +142,18 @@ class JudgeStage:
             signature=g.public.signature,
             code=g.code,
             rubric_name=self.rubric or g.public.rubric,
+            cache_scope=scope,
         )
 
-    def run(self, items: Sequence[Graded]) -> list[Annotation]:
+    def run(self, items: Sequence[Graded], *, scope: str = "") -> list[Annotation]:
         """Judge every item that has code and a public spec; one annotation per item.
+
+        ``scope``: the items' cache scope (see :meth:`item`).
 
         With :attr:`probes`, each item's rewrites (:func:`judge.invariance.variants`)
         are judged in the same batch and compared with it (``judge.invariance``).
         """
-        planned = [self.item(g) for g in items]
+        planned = [self.item(g, scope=scope) for g in items]
         asked = [p for p in planned if isinstance(p, JudgeItem)]
         rewrites: list[tuple[int, InvarianceProbe, JudgeItem]] = []
         if self.probes:
@@ -217,8 +224,8 @@ class SkippedJudge:
         """No endpoint was asked."""
         return {"probe": None, "deterministic": None, "repeat": None, "fingerprints_seen": {}}
 
-    def run(self, items: Sequence[Graded]) -> list[Annotation]:
-        """The same skipped annotation for every item."""
+    def run(self, items: Sequence[Graded], *, scope: str = "") -> list[Annotation]:
+        """The same skipped annotation for every item (``scope`` is not used)."""
         return [Annotation(self._result) for _ in items]
 
     def crashed(self, items: Sequence[Graded], message: str) -> list[Annotation]:

@@ -142,7 +142,8 @@ class GradingService:
         ``revision`` is the task revision to grade against (a run's, pinned when it
         was submitted); ``None``: the current one. The row records it as
         ``task_revision``. ``owner`` (the token id) is the static batch key: only
-        samples of one owner are checked in one batch. ``rubric`` is the rubric file
+        samples of one owner are checked in one batch, and the judge's turns, backlog
+        share and cache scope (:mod:`.judging`). ``rubric`` is the rubric file
         the judge loads (a run's pinned snapshot); ``None``: the task's rubric now.
         """
         found = self._task(sample.fn, revision)
@@ -188,12 +189,14 @@ class GradingService:
             if upfront is not None:
                 notes["judge"] = upfront
             elif layers.judge == "wait":
-                notes["judge"] = self._judged(judge.annotate(graded), lane)
+                notes["judge"] = self._judged(judge.annotate(graded, owner=owner), lane)
             else:
                 from judge import JudgeResult  # noqa: PLC0415 - loaded with the judge
 
                 notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
-                later = self._later(judge, graded, notes, found.disclosure, lane, found.revision)
+                later = self._later(
+                    judge, graded, notes, found.disclosure, lane, found.revision, owner
+                )
         return self._counted(Outcome(self._row(graded, notes, found.disclosure), later), lane)
 
     def _with_rubric(self, graded: Graded, pinned: str | None = None) -> Graded:
@@ -245,6 +248,7 @@ class GradingService:
         disclosure: str,
         lane: Lane,
         revision: int,
+        owner: str,
     ) -> Callable[[StoreRow], None]:
         def start(store_row: StoreRow) -> None:
             def done(note: Annotation) -> None:
@@ -252,7 +256,7 @@ class GradingService:
                 row = self._row(graded, {**notes, "judge": note}, disclosure)
                 store_row(row | {"task_revision": revision})
 
-            judge.later(graded, done)
+            judge.later(graded, done, owner=owner)
 
         return start
 

@@ -9,19 +9,35 @@ signature and rubric, and the extracted code; never hidden cases.
 ``judge: "wait"`` judges in the grading thread before the row is returned;
 ``"defer"`` returns the row with ``judge.status: "pending"`` and judges in
 this module's own threads (``concurrency`` of them, the stage's own request
-limit). Both share one limit on judgements in flight. Deferred judgements
-waiting or running are bounded by ``backlog``: past it, a deferred judgement is
-settled at once as ``unavailable`` ("the judge's backlog is full"), so a client
-that grades faster than the endpoint answers cannot grow the server's memory
-without bound.
+limit). Both share one limit on judgements in flight, and a waiting ``wait``
+judgement takes the next free place before any deferred one (a client is
+waiting for it).
+
+Tenants are kept apart (each token's id is its **owner**):
+
+- **Turns.** Deferred judgements are taken round-robin between owners, not in
+  arrival order: a token that defers ten thousand judgements delays another
+  token's next one by at most one judgement per owner ahead of it, never by
+  its whole queue.
+- **Shares.** Deferred judgements waiting or running are bounded by
+  ``backlog`` in all and by ``per_owner`` for one owner: past either, a
+  deferred judgement is settled at once as ``unavailable`` ("the judge's
+  backlog is full"). So a client that grades faster than the endpoint answers
+  cannot grow the server's memory without bound, nor fill the backlog for
+  everyone else.
+- **Caches.** Each owner's judgements have their own cache scope
+  (:attr:`judge.JudgeItem.cache_scope`): one token is never answered from
+  another's cache entries, so ``cache_hit`` (and the time a hit saves) says
+  nothing about what another token submitted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from gradebox.pipeline.core import Annotation, Graded
@@ -41,58 +57,77 @@ class JudgeService:
     """One judge stage with a limit on judgements in flight; thread-safe."""
 
     def __init__(
-        self, stage: JudgeStage, *, concurrency: int | None = None, backlog: int = 10_000
+        self,
+        stage: JudgeStage,
+        *,
+        concurrency: int | None = None,
+        backlog: int = 10_000,
+        per_owner: int | None = None,
     ) -> None:
         """Judge with ``stage`` (the caller closes it), ``concurrency`` at once.
 
-        At most ``backlog`` deferred judgements wait or run at once.
+        At most ``backlog`` deferred judgements wait or run at once, and at most
+        ``per_owner`` of one owner (default: a quarter of ``backlog``, at least 1).
         """
         self.stage = stage
         width = concurrency or (stage.config.concurrency if stage.config else 4)
-        self._limit = threading.BoundedSemaphore(width)
-        self._backlog = threading.BoundedSemaphore(max(1, backlog))
-        self._pool = ThreadPoolExecutor(width, thread_name_prefix="gradebox-judge-later")
+        self._slots = _Slots(width)
+        share = max(1, backlog // 4) if per_owner is None else per_owner
+        self._queue = _Turns(total=max(1, backlog), per_owner=max(1, share))
         self._closed = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"gradebox-judge-later-{i}", daemon=True)
+            for i in range(width)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def upfront(self, graded: Graded) -> Annotation | None:
         """The annotation when the judge is not asked (no code, no spec), else ``None``."""
         planned = self.stage.item(graded)
         return Annotation(planned) if isinstance(planned, JudgeResult) else None
 
-    def annotate(self, graded: Graded) -> Annotation:
-        """Judge one sample now (within the limit), as the CLI's stage does."""
-        with self._limit:
-            try:
-                return self.stage.run([graded])[0]
-            except Exception as exc:  # as the pipeline does: unavailable, never a verdict
-                message = f"judge stage error: {type(exc).__name__}"
-                return self.stage.crashed([graded], message)[0]
+    def annotate(self, graded: Graded, *, owner: str = "") -> Annotation:
+        """Judge one sample now (first in line for a place), as the CLI's stage does."""
+        with self._slots.held(first=True):
+            return self._judge(graded, owner)
 
-    def later(self, graded: Graded, done: Callable[[Annotation], Any]) -> Future[None] | None:
-        """Judge ``graded`` in the background; ``done(annotation)`` stores the result.
+    def later(self, graded: Graded, done: Callable[[Annotation], Any], *, owner: str = "") -> bool:
+        """Judge ``graded`` in the background, in ``owner``'s turn; ``done(annotation)`` stores it.
 
-        With the backlog full, ``done`` gets ``unavailable`` at once and ``None`` is
-        returned.
+        Returns:
+            Whether it was queued. With the backlog (or ``owner``'s share of it)
+            full, or the service closing, ``done`` gets ``unavailable`` at once.
         """
-        if not self._backlog.acquire(blocking=False):
+        if self._closed.is_set() or not self._queue.put(owner, (graded, done)):
             _log.warning("the judge's backlog is full: a deferred judgement is unavailable")
             self._store(done, self.stage.crashed([graded], _BACKLOG_FULL)[0])
-            return None
+            return False
+        return True
 
-        def job() -> None:
-            try:
-                note = self.annotate(graded)
-            finally:
-                self._backlog.release()
-            if self._closed.is_set():  # the store is closing: the next start settles the row
-                return
-            self._store(done, note)
+    def queued(self, owner: str) -> int:
+        """Deferred judgements of ``owner`` waiting or running."""
+        return self._queue.held(owner)
 
+    def _judge(self, graded: Graded, owner: str) -> Annotation:
         try:
-            return self._pool.submit(job)
-        except RuntimeError:  # shut down meanwhile: the row stays pending, settled next start
-            self._backlog.release()
-            return None
+            return self.stage.run([graded], scope=owner)[0]
+        except Exception as exc:  # as the pipeline does: unavailable, never a verdict
+            message = f"judge stage error: {type(exc).__name__}"
+            return self.stage.crashed([graded], message)[0]
+
+    def _serve(self) -> None:
+        """One deferred-judgement thread: the next owner's turn, until closed."""
+        while (taken := self._queue.take()) is not None:
+            owner, (graded, done) = taken
+            try:
+                with self._slots.held(first=False):
+                    note = self._judge(graded, owner)
+            finally:
+                self._queue.finished(owner)
+            if self._closed.is_set():  # the store is closing: the next start settles the row
+                continue
+            self._store(done, note)
 
     @staticmethod
     def _store(done: Callable[[Annotation], Any], note: Annotation) -> None:
@@ -109,4 +144,98 @@ class JudgeService:
         """
         if not wait:
             self._closed.set()
-        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        self._queue.close(drop=not wait)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+        self._closed.set()
+
+
+_Job = tuple[Graded, Callable[[Annotation], Any]]
+
+
+class _Slots:
+    """At most ``width`` judgements in flight; one asked ``first`` goes before the others."""
+
+    def __init__(self, width: int) -> None:
+        self._free = max(1, width)
+        self._first_waiting = 0
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def held(self, *, first: bool) -> Iterator[None]:
+        with self._cond:
+            self._first_waiting += first
+            try:
+                while self._free == 0 or (not first and self._first_waiting):
+                    self._cond.wait()
+            finally:
+                self._first_waiting -= first
+            self._free -= 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._free += 1
+                self._cond.notify_all()
+
+
+class _Turns:
+    """Deferred judgements per owner, taken round-robin; bounded in all and per owner."""
+
+    def __init__(self, *, total: int, per_owner: int) -> None:
+        self._total, self._per_owner = total, per_owner
+        self._waiting: OrderedDict[str, deque[_Job]] = OrderedDict()
+        """Owners with waiting judgements, in turn order (the next at the front)."""
+        self._held: Counter[str] = Counter()
+        """Waiting or running judgements per owner."""
+        self._closing = False
+        self._cond = threading.Condition()
+
+    def put(self, owner: str, job: _Job) -> bool:
+        with self._cond:
+            if (
+                self._closing
+                or self._held.total() >= self._total
+                or self._held[owner] >= self._per_owner
+            ):
+                return False
+            self._held[owner] += 1
+            self._waiting.setdefault(owner, deque()).append(job)
+            self._cond.notify()
+            return True
+
+    def take(self) -> tuple[str, _Job] | None:
+        """The next owner's oldest judgement (blocks); ``None`` once closed and empty."""
+        with self._cond:
+            while not self._waiting:
+                if self._closing:
+                    return None
+                self._cond.wait()
+            owner, jobs = next(iter(self._waiting.items()))
+            job = jobs.popleft()
+            if jobs:
+                self._waiting.move_to_end(owner)  # the others go first next time
+            else:
+                del self._waiting[owner]
+            return owner, job
+
+    def finished(self, owner: str) -> None:
+        with self._cond:
+            self._held[owner] -= 1
+            if self._held[owner] <= 0:
+                del self._held[owner]
+
+    def held(self, owner: str) -> int:
+        with self._cond:
+            return self._held[owner]
+
+    def close(self, *, drop: bool) -> None:
+        """No more judgements; with ``drop``, forget those still waiting (rows stay pending)."""
+        with self._cond:
+            self._closing = True
+            if drop:
+                for owner, jobs in self._waiting.items():
+                    self._held[owner] -= len(jobs)
+                self._waiting.clear()
+            self._cond.notify_all()
