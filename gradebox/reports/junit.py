@@ -16,7 +16,11 @@ a sample with no row           ``<skipped>`` (see :class:`NotRun`)
 
 A sample that needs review is not a pass, so it is a failure, as with
 ``gradebox grade --gate``. The shape follows the JUnit XSD that Jenkins' xunit
-plugin and pytest use (``junit-10.xsd``). Text from rows (sample ids, details,
+plugin and pytest use (``junit-10.xsd``). :func:`write_junit` writes the document
+:func:`to_junit` builds, byte for byte, without holding the run: each testcase is
+serialized as its grade comes and spooled to a temporary file, and only its
+suite, offset and length and each suite's counts are kept until the suites are
+written out in order. Text from rows (sample ids, details,
 messages) is XML-escaped, and characters XML 1.0 cannot carry at all (most
 control characters, lone surrogates) are replaced by ``\xNN``-style escapes.
 """
@@ -24,11 +28,13 @@ control characters, lone surrogates) are replaced by ``\xNN``-style escapes.
 from __future__ import annotations
 
 import re
+import tempfile
 import xml.etree.ElementTree as ET  # builds and writes only; nothing is parsed
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from gradebox.grade import Grade
 from gradebox.runs.passk import pass_at_k
@@ -104,35 +110,125 @@ def write_junit(
 ) -> None:
     """Write the JUnit XML report to ``path`` (UTF-8, with an XML declaration).
 
+    The same bytes as :func:`to_junit`'s tree, indented, but the grades are read
+    once and not held (see the module docstring).
+
     Args:
         grades: The graded samples.
         path: Where to write.
         name: The ``testsuites`` name.
         not_run: Samples without a row, reported as skipped.
     """
-    tree = to_junit(grades, name=name, not_run=not_run)
-    ET.indent(tree, space=" ")
-    with Path(path).open("wb") as fh:
-        tree.write(fh, encoding="utf-8", xml_declaration=True)
-        fh.write(b"\n")
+    missing: dict[str, list[NotRun]] = {}
+    for item in not_run:
+        missing.setdefault(item.fn, []).append(item)
+    with tempfile.TemporaryFile() as spool:
+        suites: dict[str, _Suite] = {}
+        for grade in grades:
+            suite = suites.get(grade.fn) or suites.setdefault(grade.fn, _Suite())
+            suite.add(grade, _case(grade.fn, grade), spool)
+        for fn, items in missing.items():
+            suite = suites.get(fn) or suites.setdefault(fn, _Suite())
+            for item in items:
+                suite.add(None, _missing(fn, item), spool)
+        with Path(path).open("wb") as fh:
+            _write(fh, spool, name, {fn: suites[fn] for fn in sorted(suites)})
+
+
+class _Suite:
+    """One suite while its cases are spooled: counts and where each case's XML is."""
+
+    def __init__(self) -> None:
+        self.n = self.passed = self.tests = self.failures = self.errors = self.skipped = 0
+        self.seconds = 0.0
+        self.places = array("Q")  # offset, length of each serialized testcase
+
+    def add(self, grade: Grade | None, case: ET.Element, spool: IO[bytes]) -> None:
+        if grade is not None:
+            self.n += not grade.infra
+            self.passed += grade.passed
+        self.tests += 1
+        self.failures += case.find("failure") is not None
+        self.errors += case.find("error") is not None
+        self.skipped += case.find("skipped") is not None
+        self.seconds += float(case.get("time", "0"))
+        ET.indent(case, space=" ", level=2)
+        case.tail = "\n  "
+        data = b"  " + ET.tostring(case, encoding="utf-8")
+        self.places.extend((spool.tell(), len(data)))
+        spool.write(data)
+
+    def element(self, fn: str) -> ET.Element:
+        """The ``testsuite`` element with its attributes and properties, no testcase."""
+        suite = ET.Element("testsuite", name=_text(fn))
+        _properties(suite, self.n, self.passed)
+        for key, value in (
+            ("tests", self.tests),
+            ("failures", self.failures),
+            ("errors", self.errors),
+            ("skipped", self.skipped),
+        ):
+            suite.set(key, str(value))
+        suite.set("time", f"{self.seconds:.3f}")
+        return suite
+
+
+def _write(fh: IO[bytes], spool: IO[bytes], name: str, suites: dict[str, _Suite]) -> None:
+    root = ET.Element("testsuites", name=_text(name))
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(sum(getattr(s, key) for s in suites.values())))
+    root.set("time", f"{sum(float(f'{s.seconds:.3f}') for s in suites.values()):.3f}")
+    fh.write(b"<?xml version='1.0' encoding='utf-8'?>\n")
+    if not suites:
+        fh.write(ET.tostring(root, encoding="utf-8") + b"\n")
+        return
+    fh.write(_open_tag(root) + b"\n")
+    for fn, suite in suites.items():
+        element = suite.element(fn)
+        props = element[0]
+        element.remove(props)
+        ET.indent(props, space=" ", level=2)
+        props.tail = "\n"
+        fh.write(b" " + _open_tag(element) + b"\n  " + ET.tostring(props, encoding="utf-8"))
+        places = suite.places
+        last = len(places) - 2
+        for k in range(0, len(places), 2):
+            spool.seek(places[k])
+            data = spool.read(places[k + 1])
+            fh.write(data[:-3] + b"\n " if k == last else data[:-2])  # the last closes the suite
+        fh.write(b"</testsuite>\n")
+    fh.write(b"</testsuites>\n")
+
+
+def _open_tag(element: ET.Element) -> bytes:
+    """``<tag attr="...">`` of an element serialized with its attributes and no child."""
+    data: bytes = ET.tostring(element, encoding="utf-8", short_empty_elements=False)
+    return data[: data.rindex(b"</")]
 
 
 def _suite(fn: str, grades: Sequence[Grade], missing: Sequence[NotRun]) -> ET.Element:
     suite = ET.Element("testsuite", name=_text(fn))
-    n = sum(not g.infra for g in grades)
-    c = sum(g.passed for g in grades)
+    _properties(suite, sum(not g.infra for g in grades), sum(g.passed for g in grades))
+    for grade in grades:
+        suite.append(_case(fn, grade))
+    for item in missing:
+        suite.append(_missing(fn, item))
+    _total(suite, suite.findall("testcase"))
+    return suite
+
+
+def _properties(suite: ET.Element, n: int, c: int) -> None:
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="n", value=str(n))
     ET.SubElement(props, "property", name="passed", value=str(c))
     p1 = pass_at_k(n, c, 1)
     ET.SubElement(props, "property", name="pass@1", value="n/a" if p1 is None else f"{p1:.4f}")
-    for grade in grades:
-        suite.append(_case(fn, grade))
-    for item in missing:
-        case = ET.SubElement(suite, "testcase", name=_text(item.id), classname=_classname(fn))
-        ET.SubElement(case, "skipped", message=_text(item.message, 500))
-    _total(suite, suite.findall("testcase"))
-    return suite
+
+
+def _missing(fn: str, item: NotRun) -> ET.Element:
+    case = ET.Element("testcase", name=_text(item.id), classname=_classname(fn))
+    ET.SubElement(case, "skipped", message=_text(item.message, 500))
+    return case
 
 
 def _case(fn: str, grade: Grade) -> ET.Element:

@@ -30,10 +30,9 @@ from gradebox.model import Sample
 from gradebox.runs.config import RunConfig
 from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
 from gradebox.runs.inputs import SampleFile, sample_ids
-from gradebox.runs.passk import is_infra
-from gradebox.runs.rundir import HASH_FIELD, RunDir, write_atomic
+from gradebox.runs.rundir import HASH_FIELD, RunDir, atomic_writer
 
-__all__ = ["LazySources", "Plan", "Reports", "RunOutput", "sarif_log"]
+__all__ = ["LazySources", "Plan", "Reports", "RunOutput"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +41,8 @@ class Plan:
 
     todo: Sequence[Sample]
     """The samples to grade, in input order (read from disk as grading reaches them)."""
-    kept: dict[str, dict[str, Any]]
-    """Rows kept from an earlier run, by sample id."""
+    kept: Mapping[str, dict[str, Any]]
+    """Rows kept from an earlier run, by sample id (read from the run dir on lookup)."""
     why: dict[str, list[str]] = field(default_factory=dict)
     """Why each sample is graded again: ``{reason: [sample ids]}`` (not for new samples)."""
 
@@ -80,11 +79,16 @@ class LazySources(Mapping[str, str]):
                 reads only the samples looked up).
             code: A sample's extracted code, ``None`` when extraction failed.
         """
+        self._position: Callable[[str], int | None]
         if isinstance(samples, SampleFile):
             self._position = samples.position
         else:
             index = {s.id: k for k, s in enumerate(samples)}
-            self._position = index.get
+
+            def position(sample_id: str) -> int | None:
+                return index.get(sample_id)
+
+            self._position = position
         self._samples = samples
         self._code = code
 
@@ -160,9 +164,8 @@ class RunOutput:
         if self.run is None:
             self.plan = Plan(todo=samples, kept={})
             return self.plan
-        old_rows = {r["id"]: r for r in self.run.rows()}
         old_prints = self.run.read_fingerprints()
-        kept = self.run.resume(self.hashes)
+        kept, previous = self.run.resume_with_previous(self.hashes)
         self.run.write_fingerprints(self.prints)
         ids = sample_ids(samples)
         todo: Sequence[Sample]
@@ -172,10 +175,10 @@ class RunOutput:
             todo = [s for s in samples if s.id not in kept]
         why: dict[str, list[str]] = {}
         for sid in sample_ids(todo):
-            old = old_rows.get(sid)
+            old = previous.get(sid)
             if old is None:
                 continue
-            if is_infra(old) and old.get(HASH_FIELD) == self.hashes.get(sid):
+            if old.infra and old.input_hash == self.hashes.get(sid):
                 reason = "an infrastructure error before"
             else:
                 reason = describe(changed_parts(old_prints.get(sid), self.prints.get(sid, {})))
@@ -251,18 +254,22 @@ class RunOutput:
         # Report writers load on demand: a plain run should not pay their import.
         from gradebox.reports.html import write_html  # noqa: PLC0415
         from gradebox.reports.junit import write_junit  # noqa: PLC0415
+        from gradebox.reports.sarif import write_sarif  # noqa: PLC0415
 
         c, run = self.config, self.run
-        sarif = sarif_log(self.grades(), reports) if c.sarif or run else None
         for path in (c.sarif, run.sarif if run else None):
-            if path is not None and sarif is not None:
-                write_atomic(Path(path), json.dumps(sarif, indent=1) + "\n")
-        junit = [p for p in (c.junit, run.junit if run else None) if p is not None]
-        if junit:
-            grades = list(self.grades())  # JUnit groups samples by task: it holds them all
-            for path in junit:
-                write_junit(grades, Path(path))
-            del grades
+            if path is not None:
+                with atomic_writer(Path(path)) as fh:
+                    write_sarif(
+                        self.grades,
+                        fh,
+                        version=reports.version,
+                        sources=reports.sources,
+                        static_ran=reports.static,
+                    )
+        for path in (c.junit, run.junit if run else None):
+            if path is not None:  # each testcase spooled as it comes: no grade held
+                write_junit(self.grades(), Path(path))
         for path in (c.html, run.html if run else None):
             if path is not None:
                 write_html(
@@ -281,31 +288,3 @@ class RunOutput:
     def grades(self) -> Iterator[Grade]:
         """:meth:`rows` as typed grades; a row that does not read back is a bug, loud here."""
         return (Grade.from_row(r) for r in self.rows())
-
-
-def sarif_log(grades: Iterable[Grade], reports: Reports) -> dict[str, Any]:
-    """SARIF 2.1.0 of every finding of the run, each sample in ``candidates/<id>.py``."""
-    from static.findings import Finding  # noqa: PLC0415 - static loads only for reports
-    from static.sarif import to_sarif  # noqa: PLC0415
-
-    results = []
-    for grade in grades:
-        if grade.static is None:
-            continue
-        findings = [
-            Finding(
-                layer=f.layer,
-                rule=f.rule,
-                severity=f.severity,
-                line=f.line,
-                col=f.col,
-                message=f.message,
-            )
-            for f in grade.static.findings
-        ]
-        results.append((grade.id, f"candidates/{grade.id}.py", findings))
-    sources = {sid: reports.sources[sid] for sid, _, _ in results if sid in reports.sources}
-    log = to_sarif(results, reports.version, sources=sources)
-    if not reports.static:
-        log["runs"][0]["properties"] = {"static_layers": "not run (--no-static)"}
-    return log

@@ -23,6 +23,11 @@ torn by a crash) is graded again, and ``fingerprints.json`` says which part
 changed. Rows are appended and flushed one by one, so a crashed run loses no
 finished row.
 
+No method holds the run's rows: resuming, reordering and the manifest read
+``results.jsonl`` line by line and keep per row only its id, byte offset and
+a few flags; kept rows are read back from disk when they are streamed out
+(:class:`KeptRows`).
+
 Reading results for other commands (:func:`read_results`) is strict instead:
 every bad line is reported as ``file:line: what is wrong``.
 """
@@ -38,6 +43,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, get_args
@@ -52,8 +58,11 @@ from sandbox.types import CaseOutcome
 __all__ = [
     "HASH_FIELD",
     "RESULTS_SCHEMA",
+    "KeptRows",
+    "Previous",
     "ResultsWriter",
     "RunDir",
+    "atomic_writer",
     "file_sha256",
     "read_results",
     "tool_versions",
@@ -165,6 +174,50 @@ class ResultsWriter:
         return stamped
 
 
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """What the last run left for one sample id (its last row that parses)."""
+
+    input_hash: str | None
+    """The row's ``input_sha256``."""
+    infra: bool
+    """The row is an infrastructure error."""
+
+
+class KeptRows(Mapping[str, dict[str, Any]]):
+    """Rows kept from an earlier run, read from ``results.jsonl`` by byte offset on lookup.
+
+    Holds each kept row's id and offset, not the row. The rows sit at the start
+    of the file (:meth:`RunDir.resume` rewrote it so), where appending new rows
+    does not move them.
+    """
+
+    def __init__(self, path: Path, offsets: dict[str, int]) -> None:
+        """Name the file and where each kept row starts."""
+        self._path = path
+        self._offsets = offsets
+
+    def __getitem__(self, sample_id: str) -> dict[str, Any]:
+        """The kept row of ``sample_id`` (with its ``input_sha256``), read now."""
+        offset = self._offsets[sample_id]
+        with self._path.open("rb") as fh:
+            fh.seek(offset)
+            row: dict[str, Any] = json.loads(fh.readline())
+        return row
+
+    def __contains__(self, sample_id: object) -> bool:
+        """Whether a row was kept for the id (no read)."""
+        return sample_id in self._offsets
+
+    def __iter__(self) -> Iterator[str]:
+        """The kept ids."""
+        return iter(self._offsets)
+
+    def __len__(self) -> int:
+        """How many rows were kept."""
+        return len(self._offsets)
+
+
 class RunDir:
     """One run directory: its paths, resuming, and the manifest.
 
@@ -226,16 +279,20 @@ class RunDir:
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row that parses, in file order (a torn or bad line is skipped)."""
+        return [row for _, row in self._scan()]
+
+    def _scan(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(byte offset, row)`` of every row that parses, one at a time, in file order."""
         if not self.results.is_file():
-            return []
-        rows = []
+            return
         with self.results.open("rb") as fh:
+            offset = 0
             for raw in fh:
+                at, offset = offset, offset + len(raw)
                 with contextlib.suppress(ValueError, RecursionError):
                     row = json.loads(raw)
                     if isinstance(row, dict) and isinstance(row.get("id"), str):
-                        rows.append(row)
-        return rows
+                        yield at, row
 
     def done_rows(self, hashes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         """Rows that need no re-grade.
@@ -261,17 +318,50 @@ class RunDir:
         """Ids of the samples :meth:`done_rows` would keep."""
         return set(self.done_rows(hashes))
 
-    def resume(self, hashes: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    def resume(self, hashes: Mapping[str, str]) -> KeptRows:
         """Rewrite ``results.jsonl`` with only the rows still valid, and return them.
 
         Stale rows (changed inputs, infra errors, samples no longer in the input,
         torn lines) are dropped, so appending the newly graded rows afterwards
-        leaves exactly one row per sample.
+        leaves exactly one row per sample. The same rows as :meth:`done_rows`,
+        but read twice from disk rather than held.
         """
-        kept = self.done_rows(hashes)
+        return self.resume_with_previous(hashes)[0]
+
+    def resume_with_previous(
+        self, hashes: Mapping[str, str]
+    ) -> tuple[KeptRows, dict[str, Previous]]:
+        """:meth:`resume`, and what the last row of every id said before the rewrite.
+
+        Returns:
+            The kept rows, and ``{sample_id: Previous}`` for every id with a row.
+        """
+        previous: dict[str, Previous] = {}
+        last_match: dict[str, int] = {}  # offset of each id's last row with its input hash
+        for offset, row in self._scan():
+            sid, got = row["id"], row.get(HASH_FIELD)
+            previous[sid] = Previous(got if isinstance(got, str) else None, is_infra(row))
+            if hashes.get(sid) is not None and got == hashes[sid]:
+                last_match[sid] = offset
+        # As done_rows: the last row with the input hash decides (kept unless it is an
+        # infra error or does not read back as a grade).
         self.create()
-        write_atomic(self.results, "".join(_line(r) for r in kept.values()))
-        return kept
+        offsets: dict[str, int] = {}
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(atomic_writer(self.results))
+            if last_match:
+                src = stack.enter_context(self.results.open("rb"))
+                written = 0
+                for sid, at in sorted(last_match.items(), key=lambda item: item[1]):
+                    src.seek(at)
+                    row = json.loads(src.readline())
+                    if is_infra(row) or not _reads_back(row):
+                        continue
+                    line = _line(row)
+                    out.write(line)
+                    offsets[sid] = written
+                    written += len(line.encode("utf-8"))
+        return KeptRows(self.results, offsets), previous
 
     @contextlib.contextmanager
     def append_results(self) -> Iterator[ResultsWriter]:
@@ -296,10 +386,21 @@ class RunDir:
         write_atomic(self.fingerprints, json.dumps(body, indent=1, sort_keys=True) + "\n")
 
     def reorder(self, order: Sequence[str]) -> None:
-        """Rewrite ``results.jsonl`` in ``order`` (ids); rows of other ids follow."""
-        rows = {r["id"]: r for r in self.rows()}
-        ordered = [rows.pop(sid) for sid in order if sid in rows]
-        write_atomic(self.results, "".join(_line(r) for r in [*ordered, *rows.values()]))
+        """Rewrite ``results.jsonl`` in ``order`` (ids); rows of other ids follow.
+
+        Of rows with the same id the last is kept; torn lines are dropped. Only each
+        row's offset is held; rows are copied one at a time.
+        """
+        offsets: dict[str, int] = {}
+        for offset, row in self._scan():
+            offsets[row["id"]] = offset  # the last row of an id, at its first place
+        with atomic_writer(self.results) as out, self.results.open("rb") as src:
+            for sid in order:
+                at = offsets.pop(sid, None)
+                if at is not None:
+                    out.write(_line(_row_at(src, at)))
+            for at in offsets.values():
+                out.write(_line(_row_at(src, at)))
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """Write ``summary.json``."""
@@ -346,7 +447,7 @@ class RunDir:
             The manifest as written.
         """
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        rows = list(rows)
+        count, seen = _judge_seen(rows)
         manifest = {
             "manifest_version": 1,
             "created": self._created() or now,
@@ -359,11 +460,11 @@ class RunDir:
                 "base_url": judge_base_url,
                 "rubric_digests": dict(rubric_digests or {}),
                 **({"endpoint": dict(judge_endpoint)} if judge_endpoint is not None else {}),
-                **_judge_seen(rows),
+                **seen,
             },
             "inputs": {role: _file_entry(p) for role, p in inputs.items()},
             "options": dict(options or {}),
-            "samples": {"rows": len(rows), "resumed": resumed},
+            "samples": {"rows": count, "resumed": resumed},
         }
         self.create()
         write_atomic(self.manifest, json.dumps(manifest, indent=1, default=str) + "\n")
@@ -389,17 +490,29 @@ def _file_entry(path: Path | None) -> dict[str, Any] | None:
     return {"path": str(path), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
-def _judge_seen(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
-    judged = [j for r in rows if isinstance(j := r.get("judge"), Mapping)]
-
-    def distinct(key: str) -> list[str]:
-        return sorted({str(j[key]) for j in judged if j.get(key)})
-
-    return {
-        "models_seen": distinct("model"),
-        "system_fingerprints": distinct("system_fingerprint"),
-        "rubrics": distinct("rubric"),
+def _judge_seen(rows: Iterable[Mapping[str, Any]]) -> tuple[int, dict[str, list[str]]]:
+    """How many rows, and the distinct judge models, fingerprints and rubrics: one pass."""
+    keys = {
+        "models_seen": "model",
+        "system_fingerprints": "system_fingerprint",
+        "rubrics": "rubric",
     }
+    found: dict[str, set[str]] = {name: set() for name in keys}
+    count = 0
+    for row in rows:
+        count += 1
+        judge = row.get("judge")
+        if isinstance(judge, Mapping):
+            for name, key in keys.items():
+                if judge.get(key):
+                    found[name].add(str(judge[key]))
+    return count, {name: sorted(values) for name, values in found.items()}
+
+
+def _row_at(src: IO[bytes], offset: int) -> dict[str, Any]:
+    src.seek(offset)
+    row: dict[str, Any] = json.loads(src.readline())
+    return row
 
 
 def _line(row: Mapping[str, Any]) -> str:
@@ -413,10 +526,21 @@ def _line(row: Mapping[str, Any]) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write through a temporary file in the same directory and rename it over ``path``."""
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path) -> Iterator[IO[str]]:
+    """A text file (UTF-8) that replaces ``path`` when the block ends without error.
+
+    Written through a temporary file in the same directory, synced, then renamed
+    over ``path``; on error the temporary file is removed and ``path`` is untouched.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

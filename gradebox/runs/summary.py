@@ -28,7 +28,8 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     the average is over tasks, each task weighted equally.
 
     One pass over ``rows`` (rows read back from a file need not fit in memory);
-    only rows with a judge result are kept, for the judge's figures.
+    of rows with a judge result only the id, outcomes and judge are kept, for the
+    judge's figures.
     """
     verdicts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
@@ -48,8 +49,8 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         counts["infra_errors"] += bool(r.get("infra_error"))
         if r.get("static"):
             static.add(r["static"])
-        if r.get("judge"):
-            judged.append(r)
+        if r.get("judge"):  # what the judge's figures read: id, outcomes, judge
+            judged.append({"id": r["id"], "outcomes": r["outcomes"], "judge": r["judge"]})
     tasks = {fn: {"n": n, "c": c, "pass@1": c / n} for fn, (c, n) in sorted(per_task.items())}
     return {
         "samples": verdicts.total(),
