@@ -29,6 +29,12 @@ Tenants are kept apart (each token's id is its **owner**):
   (:attr:`judge.JudgeItem.cache_scope`): one token is never answered from
   another's cache entries, so ``cache_hit`` (and the time a hit saves) says
   nothing about what another token submitted.
+- **Revoked tokens.** A deferred judgement is made only while its owner is
+  ``live`` (the service: the token exists and has not expired), asked at its
+  turn and again before its answer is stored: a revoked or expired token's
+  queued judgements cost no call to the endpoint and their rows are settled as
+  ``unavailable`` (:data:`UNWANTED`); one already at the endpoint finishes, and
+  its answer is dropped the same way.
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ from judge import JudgeResult
 if TYPE_CHECKING:
     from gradebox.pipeline.judge import JudgeStage
 
-__all__ = ["JudgeService"]
+__all__ = ["UNWANTED", "JudgeService"]
 
+UNWANTED = "the token that asked for it was revoked or expired; the judgement was not made"
+"""The reason of a deferred judgement whose owner stopped being live."""
 _BACKLOG_FULL = "the judge's backlog is full; the judgement was not made"
 
 _log = logging.getLogger("gradebox.service")
@@ -63,13 +71,17 @@ class JudgeService:
         concurrency: int | None = None,
         backlog: int = 10_000,
         per_owner: int | None = None,
+        live: Callable[[str], bool] | None = None,
     ) -> None:
         """Judge with ``stage`` (the caller closes it), ``concurrency`` at once.
 
         At most ``backlog`` deferred judgements wait or run at once, and at most
         ``per_owner`` of one owner (default: a quarter of ``backlog``, at least 1).
+        A deferred judgement of a named owner is made only while ``live(owner)``
+        (default: always).
         """
         self.stage = stage
+        self._live = live
         width = concurrency or (stage.config.concurrency if stage.config else 4)
         self._slots = _Slots(width)
         share = max(1, backlog // 4) if per_owner is None else per_owner
@@ -120,14 +132,28 @@ class JudgeService:
         """One deferred-judgement thread: the next owner's turn, until closed."""
         while (taken := self._queue.take()) is not None:
             owner, (graded, done) = taken
+            note = None
             try:
-                with self._slots.held(first=False):
-                    note = self._judge(graded, owner)
+                if self._wanted(owner):
+                    with self._slots.held(first=False):
+                        note = self._judge(graded, owner)
             finally:
                 self._queue.finished(owner)
             if self._closed.is_set():  # the store is closing: the next start settles the row
                 continue
+            if note is None or not self._wanted(owner):
+                note = self.stage.crashed([graded], UNWANTED)[0]
             self._store(done, note)
+
+    def _wanted(self, owner: str) -> bool:
+        """Whether ``owner``'s deferred judgement is still to be made (its token is live)."""
+        if self._live is None or not owner:
+            return True
+        try:
+            return self._live(owner)
+        except Exception:  # a database error: judge, as without the check
+            _log.exception("could not tell whether a deferred judgement's token is live")
+            return True
 
     @staticmethod
     def _store(done: Callable[[Annotation], Any], note: Annotation) -> None:

@@ -132,7 +132,9 @@ class ServiceState:
         if self._judge_stage is not None:
             from gradebox.service.judging import JudgeService  # noqa: PLC0415 - loads openai
 
-            self._judge = JudgeService(self._judge_stage, backlog=self.config.judge_backlog)
+            self._judge = JudgeService(
+                self._judge_stage, backlog=self.config.judge_backlog, live=self._store.token_live
+            )
         self._front.start()
         worker = self._worker = RunWorker(
             self._store, lambda: self._grading, self.lanes, self._rubrics
