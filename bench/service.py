@@ -18,6 +18,13 @@ for each of ``--modes``, one after the other against the same server:
   seconds (the server runs without a judge cache, so every sample is a request;
   deferred judgements run behind the response, as in production).
 
+After the server has stopped, the **CLI peer** grades the same sample mix with
+``gradebox grade --no-static --no-judge --jobs W`` (W = the server's sandbox
+workers) at two sizes and prints its rate net of start-up: the sandbox's own
+ceiling on this machine in this run. With every client always waiting, p50 is
+about clients / throughput, so the script also prints the p50 that the HTTP
+floor and the CLI peer allow together (``--no-cli-peer`` skips it).
+
 ::
 
     .venv/bin/python bench/service.py                 # 16 clients, 60 s per mode
@@ -210,6 +217,39 @@ async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: st
     }
 
 
+def _cli_rate(args: argparse.Namespace, tmp: Path) -> dict:
+    """The CLI's tests-only grading rate on the same samples, net of its start-up.
+
+    ``gradebox grade --no-static --no-judge --jobs W`` (W = the server's sandbox
+    workers) over the clients' sample mix repeated to ``small`` and to ``large``
+    samples; rate = (large - small) / (wall(large) - wall(small)), so start-up
+    cancels. It is the sandbox's own ceiling on this machine, now: the service
+    cannot grade faster than this, whatever its HTTP stack does.
+    """
+    samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
+    samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
+    gradebox = Path(sys.executable).with_name("gradebox")
+    walls = {}
+    for n in (args.cli_small, args.cli_large):
+        path = tmp / f"cli-{n}.jsonl"
+        with path.open("w") as out:
+            for i in range(n):
+                sample = samples[i % len(samples)]
+                out.write(json.dumps(dict(sample, id=f"{sample['id']}-{i}")) + "\n")
+        argv = [
+            str(gradebox), "grade", "--hidden", str(EXAMPLES / "hidden.jsonl"),
+            "--public", str(EXAMPLES / "public.jsonl"), "--samples", str(path),
+            "--out", str(tmp / f"cli-{n}.out"), "--no-static", "--no-judge",
+            "--jobs", str(args.workers),
+        ]  # fmt: skip
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        walls[n] = time.perf_counter() - t0
+    extra = walls[args.cli_large] - walls[args.cli_small]
+    rate = (args.cli_large - args.cli_small) / max(1e-9, extra)
+    return {"mode": "cli", "workers": args.workers, "samples_per_s": round(rate, 1), "walls": walls}
+
+
 _MODES: dict[str, dict] = {
     "floor": {"probe": True},
     "tests": {"static": False, "judge": "off"},
@@ -250,6 +290,12 @@ def main() -> None:
         help="seconds the local judge endpoint takes per request",
     )  # fmt: skip
     parser.add_argument("--judge-concurrency", type=int, default=8)
+    parser.add_argument(
+        "--no-cli-peer", action="store_true",
+        help="skip the CLI's tests-only rate on the same samples (the sandbox's ceiling)",
+    )  # fmt: skip
+    parser.add_argument("--cli-small", type=int, default=200, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-large", type=int, default=1200, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gradebox-bench-") as tmp:
@@ -284,8 +330,10 @@ def main() -> None:
             proc.wait(timeout=60)
             if judge is not None:
                 judge.shutdown()
+        # After the server has stopped: the CLI has the machine to itself, as the server had.
+        cli = None if args.no_cli_peer else _cli_rate(args, Path(tmp))
     if args.json:
-        print(json.dumps(runs))
+        print(json.dumps(runs + ([cli] if cli else [])))
         return
     for figures in runs:
         print(
@@ -303,6 +351,23 @@ def main() -> None:
         if floor and figures is not floor and floor["p50_ms"] and figures["p50_ms"]:
             ratio = figures["p50_ms"] / floor["p50_ms"]
             print(f"p50 {figures['mode']} / floor: {ratio:.1f}x (same server, same run)")
+    if cli is None:
+        return
+    print(
+        f"gradebox grade --no-static [cli peer], {cli['workers']} sandbox workers, same samples: "
+        f"{cli['samples_per_s']} samples/s net of start-up"
+    )
+    tests = by_mode.get("tests")
+    if tests:
+        print(f"req/s tests / cli peer: {tests['requests_per_s'] / cli['samples_per_s']:.2f}x")
+    if floor and floor["requests_per_s"]:
+        # With every client waiting, p50 is about clients / throughput; if the HTTP
+        # stack's cost and the sandbox's add up, throughput is one over their sum.
+        per_request = 1 / floor["requests_per_s"] + 1 / cli["samples_per_s"]
+        print(
+            f"tests-only p50 at {args.clients} clients if the two same-run floors add up "
+            f"(HTTP stack + sandbox): {args.clients * per_request * 1000:.0f} ms (goal 30 ms)"
+        )
 
 
 if __name__ == "__main__":
