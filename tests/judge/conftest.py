@@ -1,10 +1,10 @@
-"""A real OpenAI-compatible HTTP server for the judge tests, and small fixtures around it.
+"""Fixtures around the real OpenAI-compatible HTTP server (``tests/support/openai_server.py``).
 
-:class:`ScriptedServer` is stdlib ``http.server`` on ``127.0.0.1:0`` in a thread,
-implementing ``POST /v1/chat/completions``. Each test scripts its replies
-(a queue, then a default responder that answers validly for whatever schema
-was asked for). It records every request body and header, arrival times, and
-the most requests it ever had in flight at once. The judge talks to it with
+:class:`~openai_server.ScriptedServer` is stdlib ``http.server`` on ``127.0.0.1:0``
+in a thread, implementing ``POST /v1/chat/completions``. Each test scripts its
+replies (a queue, then a default responder that answers validly for whatever
+schema was asked for). It records every request body and header, arrival times,
+and the most requests it ever had in flight at once. The judge talks to it with
 the real ``openai`` client over real sockets.
 """
 
@@ -14,216 +14,26 @@ import hashlib
 import json
 import random
 import threading
-import time
 import types
-from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from openai_server import (
+    Responder,
+    Scripted,
+    ScriptedServer,
+    completion,
+    default_schema,
+    schema_of,
+    valid_reply,
+)
 
 from judge import Judge, JudgeConfig, JudgeItem
 from judge.capabilities import Capabilities
 
 CASES = Path(__file__).parent / "cases"
-
-
-@dataclass
-class Scripted:
-    """One scripted HTTP reply."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-
-
-@dataclass
-class Seen:
-    """One request as the server received it."""
-
-    body: dict[str, Any]
-    raw: str
-    headers: dict[str, str]
-    at: float
-
-
-def completion(
-    content: str | None,
-    *,
-    model: str = "judge-model-2024",
-    fingerprint: str | None = "fp_scripted",
-    finish_reason: str = "stop",
-    refusal: str | None = None,
-    usage: tuple[int, int] = (321, 54),
-) -> dict[str, Any]:
-    """A chat.completion body."""
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": model,
-        "system_fingerprint": fingerprint,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": refusal},
-                "finish_reason": finish_reason,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": usage[0],
-            "completion_tokens": usage[1],
-            "total_tokens": sum(usage),
-        },
-    }
-
-
-def valid_reply(schema: dict[str, Any] | None, *, verdict: str = "match", score: int = 4) -> dict:
-    """A reply that satisfies ``schema`` (the reply schema the judge sent)."""
-    props = (schema or {}).get("properties", {})
-    ids = props.get("scores", {}).get("required", [])
-    reply: dict[str, Any] = {}
-    if "verdict" in props:
-        reply["verdict"] = verdict
-        reply["unmet_requirements"] = [] if verdict == "match" else ["rejects non-int input"]
-    reply["scores"] = dict.fromkeys(ids, score)
-    reply["issues"] = [{"line": 1, "severity": "info", "message": "Fine."}]
-    reply["rationale"] = "Does what the specification asks."
-    return reply
-
-
-def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The reply schema a request carried (``None`` in JSON mode)."""
-    fmt = body.get("response_format") or {}
-    return fmt.get("json_schema", {}).get("schema")
-
-
-class ScriptedServer:
-    """An OpenAI-compatible chat completions endpoint with scripted replies."""
-
-    def __init__(self) -> None:
-        self.requests: list[Seen] = []
-        self.script: deque[Scripted] = deque()
-        self.responder: Callable[[dict[str, Any]], Scripted] = self._valid
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    # -- scripting -------------------------------------------------------------------------
-
-    def push(self, *replies: Scripted) -> None:
-        self.script.extend(replies)
-
-    def ok(self, content: str | None, **kwargs: Any) -> Scripted:
-        return Scripted(200, completion(content, **kwargs))
-
-    def ok_json(self, obj: Any, **kwargs: Any) -> Scripted:
-        return self.ok(json.dumps(obj), **kwargs)
-
-    def error(
-        self, status: int, message: str, *, headers: dict[str, str] | None = None, **extra: Any
-    ) -> Scripted:
-        body = {"error": {"message": message, "type": "invalid_request_error", **extra}}
-        return Scripted(status, body, headers or {})
-
-    def valid(self, schema: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        """A valid reply for ``schema`` (default: the ``default`` rubric's)."""
-        return valid_reply(schema or _default_schema(), **kwargs)
-
-    @staticmethod
-    def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
-        return schema_of(body)
-
-    def bodies(self) -> list[dict[str, Any]]:
-        return [seen.body for seen in self.requests]
-
-    def _valid(self, body: dict[str, Any]) -> Scripted:
-        return self.ok_json(valid_reply(schema_of(body) or _default_schema()))
-
-    # -- serving ---------------------------------------------------------------------------
-
-    def _next(self, body: dict[str, Any]) -> Scripted:
-        with self._lock:
-            if self.script:
-                return self.script.popleft()
-        return self.responder(body)
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-                if self.path != "/v1/chat/completions":
-                    self._send(Scripted(404, {"error": {"message": f"no route {self.path}"}}))
-                    return
-                body = json.loads(raw)
-                with server._lock:
-                    headers = {k.lower(): v for k, v in self.headers.items()}
-                    server.requests.append(Seen(body, raw, headers, time.monotonic()))
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    reply = server._next(body)
-                    time.sleep(reply.delay)
-                    self._send(reply)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test): nothing to answer
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _send(self, reply: Scripted) -> None:
-                data = (
-                    reply.body.encode()
-                    if isinstance(reply.body, str)
-                    else json.dumps(reply.body).encode()
-                )
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-
-def _default_schema() -> dict[str, Any]:
-    import rubrics
-    from judge import reply_schema
-
-    return reply_schema(rubrics.load("default"))
 
 
 @pytest.fixture
@@ -313,8 +123,6 @@ level (status, body shape, error text as the server writes it):
   temperature 0 without batch invariance changes output with the batch).
 """
 
-Responder = Callable[[dict[str, Any]], Scripted]
-
 PROSE = "Sure! Looking at this function, it seems correct and readable. I'd give it a 4/5."
 
 
@@ -329,12 +137,7 @@ def _rung(body: dict[str, Any]) -> str:
 
 def _schema(body: dict[str, Any]) -> dict[str, Any]:
     found = schema_of(body)
-    if found is not None:
-        return found
-    import rubrics
-    from judge import reply_schema
-
-    return reply_schema(rubrics.load("default"))
+    return default_schema() if found is None else found
 
 
 def _ok(content: str, **kwargs: Any) -> Scripted:

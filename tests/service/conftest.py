@@ -8,20 +8,17 @@ exactly as ``gradebox token create`` does.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from openai_server import Scripted, ScriptedServer, answer
 
 from gradebox.service import ServiceConfig, Store, create_app, create_token
 from gradebox.service.static import StaticService
@@ -152,78 +149,25 @@ def kit(sandbox: Sandbox, tmp_path: Path) -> Kit:
 # ------------------------------------------------- a local OpenAI-compatible judge endpoint
 
 
-class Endpoint:
+class Endpoint(ScriptedServer):
     """An OpenAI-compatible endpoint: valid replies with ``verdict``, after ``delay`` s."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.verdict = "match"
         self.delay = 0.0
-        self.raw: list[str] = []
-        self.keys: list[str] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def handle(self) -> None:
-                # The judge gave up (the app stopped): nothing to answer.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    super().handle()
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-                endpoint.raw.append(raw)
-                endpoint.keys.append(self.headers.get("Authorization", ""))
-                time.sleep(endpoint.delay)
-                data = json.dumps(_reply(json.loads(raw), endpoint.verdict)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self.responder = lambda body: Scripted(200, answer(body, self.verdict), delay=self.delay)
+        self.start()
 
     @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+    def raw(self) -> list[str]:
+        """Every request's body as it came."""
+        return [seen.raw for seen in self.requests]
 
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def _reply(body: dict[str, Any], verdict: str) -> dict[str, Any]:
-    schema = body["response_format"]["json_schema"]["schema"]
-    scores = schema["properties"]["scores"]["properties"]
-    content = {
-        "verdict": verdict,
-        "unmet_requirements": [] if verdict == "match" else ["adds two, not one"],
-        "scores": {k: max(v["enum"]) for k, v in scores.items()},
-        "issues": [{"line": 2, "severity": "info", "message": "Fine."}],
-        "rationale": "Compared with the specification.",
-    }
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "judge-model-2024",
-        "system_fingerprint": "fp_test",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": json.dumps(content)},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 300, "completion_tokens": 50, "total_tokens": 350},
-    }
+    @property
+    def keys(self) -> list[str]:
+        """Every request's ``Authorization`` header (``""`` when it had none)."""
+        return [seen.headers.get("authorization", "") for seen in self.requests]
 
 
 @pytest.fixture

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from openai_server import Scripted, ScriptedServer, completion, schema_of
 
 import rubrics
 from gradebox.patches import TestIds, run_gate
@@ -22,33 +21,19 @@ class Endpoint:
 
     def __init__(self, verdict: str) -> None:
         self.verdict = verdict
-        self.bodies: list[dict[str, Any]] = []
-        outer = self
+        self.server = ScriptedServer()
+        self.server.responder = self._respond
+        self.url = self.server.start().base_url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.bodies.append(body)
-                schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
-                content = json.dumps(outer.reply(schema or {}))
-                data = json.dumps({
-                    "id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }).encode()  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return self.server.bodies()
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def _respond(self, body: dict[str, Any]) -> Scripted:
+        content = json.dumps(self.reply(schema_of(body) or {}))
+        return Scripted(
+            200, completion(content, model=body["model"], fingerprint=None, usage=(10, 5))
+        )
 
     def reply(self, schema: dict[str, Any]) -> dict[str, Any]:
         props = schema.get("properties", {})
@@ -66,7 +51,7 @@ class Endpoint:
 def endpoint(request) -> Iterator[Endpoint]:
     ep = Endpoint(request.param)
     yield ep
-    ep.httpd.shutdown()
+    ep.server.stop()
 
 
 def test_the_patch_rubric_ships_with_stable_ids():

@@ -14,12 +14,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import openai_server
 import pytest
 from click.testing import CliRunner
+from openai_server import Scripted, ScriptedServer, answer
 
 from gradebox.cli import cli
 from gradebox.runs.summary import format_summary, summarize
@@ -59,86 +60,39 @@ class Server:
     """Replies come from ``self.reply(body) -> (status, body)``; requests are recorded."""
 
     def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        self.raw: list[str] = []
         self.reply: Callable[[dict[str, Any]], tuple[int, Any]] = lambda body: (200, answer(body))
         self.delay = 0.0
-        self.in_flight = self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
+        self._srv = ScriptedServer()
+        self._srv.responder = self._respond
+        self._srv.start()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return self._srv.bodies()
 
-            def log_message(self, *args: Any) -> None:
-                pass
+    @property
+    def raw(self) -> list[str]:
+        return [seen.raw for seen in self._srv.requests]
 
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
-                body = json.loads(raw)
-                with server._lock:
-                    server.bodies.append(body)
-                    server.raw.append(raw)
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    time.sleep(server.delay)
-                    status, payload = server.reply(body)
-                    data = json.dumps(payload).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+    @property
+    def max_in_flight(self) -> int:
+        return self._srv.max_in_flight
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return self._srv.base_url
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._srv.stop()
+
+    def _respond(self, body: dict[str, Any]) -> Scripted:
+        time.sleep(self.delay)
+        status, payload = self.reply(body)
+        return Scripted(status, json.dumps(payload))
 
 
 def completion(content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "judge-model-2024",
-        "system_fingerprint": "fp_test",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 300, "completion_tokens": 50, "total_tokens": 350},
-    }
-
-
-def answer(body: dict[str, Any], verdict: str = "match", top: bool = True) -> dict[str, Any]:
-    """A valid reply for the schema the request carried, with top (or bottom) scores."""
-    schema = body["response_format"]["json_schema"]["schema"]
-    scores = schema["properties"]["scores"]
-    values = {k: (max if top else min)(v["enum"]) for k, v in scores["properties"].items()}
-    reply = {
-        "verdict": verdict,
-        "unmet_requirements": [] if verdict == "match" else ["adds two, not one"],
-        "scores": values,
-        "issues": [{"line": 2, "severity": "info", "message": "Fine."}],
-        "rationale": "Compared with the specification.",
-    }
-    return completion(json.dumps(reply))
+    return openai_server.completion(content, fingerprint="fp_test", usage=(300, 50))
 
 
 @pytest.fixture
