@@ -253,3 +253,58 @@ def test_read_results_empty_and_missing(tmp_path):
         read_results(tmp_path / "e.jsonl")
     with pytest.raises(BadInput, match="no such file"):
         read_results(tmp_path / "missing.jsonl")
+
+
+def test_resume_keeps_offsets_not_rows_and_reads_kept_rows_back(tmp_path):
+    from gradebox.runs.rundir import KeptRows, Previous
+
+    run = RunDir(tmp_path / "run")
+    hashes = {"a": "h1", "b": "h2", "c": "h3"}
+    with run.append_results() as out:
+        out.write(_rows(["a"], latency_ms=1.0)[0], "h1")
+        out.write(_rows(["b"])[0], "old")
+        out.write(_rows(["a"], latency_ms=2.0)[0], "h1")  # the later row of an id decides
+        out.write(
+            _rows(["c"], verdict="needs_review", reason="infra_error", infra_error="x")[0], "h3"
+        )
+    kept, previous = run.resume_with_previous(hashes)
+    assert isinstance(kept, KeptRows) and set(kept) == {"a"} and "b" not in kept
+    assert all(isinstance(v, int) for v in vars(kept)["_offsets"].values())  # no row held
+    assert kept["a"]["latency_ms"] == 2.0 and kept["a"][HASH_FIELD] == "h1"
+    assert previous == {
+        "a": Previous("h1", False), "b": Previous("old", False), "c": Previous("h3", True),
+    }  # fmt: skip
+    with run.append_results() as out:  # new rows go after the kept ones: offsets still hold
+        out.write(_rows(["b"])[0], "h2")
+    assert kept["a"]["latency_ms"] == 2.0
+    assert kept == {"a": kept["a"]}
+
+
+def test_reorder_keeps_the_last_row_of_an_id_at_its_first_place(tmp_path):
+    run = RunDir(tmp_path / "run")
+    with run.append_results() as out:
+        out.write(_rows(["a"], latency_ms=1.0)[0], "h")
+        out.write(_rows(["z"])[0], "h")
+        out.write(_rows(["a"], latency_ms=2.0)[0], "h")
+    with run.results.open("a") as fh:
+        fh.write('{"id": "torn", "fn"')
+    run.reorder(["b", "a"])
+    rows = [json.loads(line) for line in run.results.read_text().splitlines()]
+    assert [(r["id"], r["latency_ms"]) for r in rows] == [("a", 2.0), ("z", 1.0)]
+
+
+def test_the_manifest_reads_its_rows_once(tmp_path):
+    run = RunDir(tmp_path / "run")
+    reads = []
+
+    def rows():
+        reads.append(1)
+        for k in range(3):
+            yield {"id": f"s{k}", "judge": {"model": f"m{k % 2}", "rubric": "r@1"}}
+
+    manifest = run.write_manifest(
+        inputs={}, isolation="bwrap", limits={}, judge_model=None, rows=rows()
+    )
+    assert reads == [1] and manifest["samples"]["rows"] == 3
+    assert manifest["judge"]["models_seen"] == ["m0", "m1"]
+    assert manifest["judge"]["rubrics"] == ["r@1"]
