@@ -7,11 +7,14 @@ and new alike, to ``--out`` (or stdout) while the new ones are appended to
 ``DIR/results.jsonl``. At the end SARIF, JUnit and HTML are written from every
 row of the run: to the paths asked for, and always into the run directory.
 
-No list of the run's rows is kept: rows go to disk as they finish, and the
-summary and reports read them back from there (:meth:`RunOutput.rows`): from
-``--out`` when it is a regular file, else from a private spool file written
-beside stdout. The HTML report embeds a capped number of samples
-(:data:`gradebox.reports.html.MAX_SAMPLES`).
+No list of the run's rows or samples is kept: samples are read from disk as
+grading reaches them (:class:`~gradebox.runs.inputs.SampleFile`), rows go to
+disk as they finish, and the summary and reports read them back from there
+(:meth:`RunOutput.rows`): from ``--out`` when it is a regular file, else from a
+private spool file written beside stdout. Rows kept from a run directory are
+read back by byte offset (:class:`~gradebox.runs.rundir.KeptRows`). SARIF is
+written result by result, JUnit testcase by testcase, and the HTML report
+embeds a capped number of samples (:data:`gradebox.reports.html.MAX_SAMPLES`).
 """
 
 from __future__ import annotations
