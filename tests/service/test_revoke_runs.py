@@ -4,7 +4,7 @@ Real sandbox, slow candidates: a run is under way when its token is revoked
 through the admin API (or expires); no new sample of it starts (those in flight
 finish), it is cancelled with ``token revoked`` / ``token expired``, and another
 token's run goes on to the end. The CLI path (another process writes the
-database) is tested on a real server in ``test_e2e_revoke.py``.
+database) is tested on a real server in ``test_e2e_runs.py``.
 """
 
 from __future__ import annotations
