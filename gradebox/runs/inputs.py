@@ -18,9 +18,12 @@ is ever graded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
+import stat
 import tempfile
 import threading
 import weakref
@@ -93,9 +96,12 @@ class SampleFile(Sequence[Sample]):
         offsets: array[int],
         digests: bytes,
         index: dict[str, int] | None = None,
+        copy: _PrivateCopy | None = None,
     ) -> None:
         """Wrap what :func:`open_samples` found; use that function instead."""
         self.path = path
+        self._copy = copy  # a pipe's private copy (removed when no SampleFile needs it)
+        self._source = copy.path if copy is not None else path
         self._identity = identity
         self._ids = ids
         self._fns = fns
@@ -156,6 +162,7 @@ class SampleFile(Sequence[Sample]):
         return SampleFile(
             self.path,
             self._identity,
+            copy=self._copy,
             ids=[self._ids[k] for k in chosen],
             fns=[self._fns[k] for k in chosen],
             lines=array("I", (self._lines[k] for k in chosen)),
@@ -166,7 +173,7 @@ class SampleFile(Sequence[Sample]):
     def check_unchanged(self) -> None:
         """Raise :class:`BadInput` unless the file is as it was when checked."""
         try:
-            now = _Identity.of(os.stat(self.path))
+            now = _Identity.of(os.stat(self._source))
         except OSError as exc:
             raise self._changed(None, f"cannot be read any more ({exc.strerror or exc})") from exc
         if now != self._identity:
@@ -196,7 +203,7 @@ class SampleFile(Sequence[Sample]):
     def _handle(self) -> IO[bytes]:
         if self._fh is None:
             try:
-                fh = self.path.open("rb")
+                fh = self._source.open("rb")
             except OSError as exc:
                 raise self._changed(
                     None, f"cannot be read any more ({exc.strerror or exc})"
@@ -284,13 +291,33 @@ def open_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[SampleFil
         raise BadInput([f"{path}: no such file"]) from exc
     except OSError as exc:
         raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
-    with fh, tempfile.TemporaryDirectory(prefix="gradebox-samples-") as tmp:
-        identity = _Identity.of(os.fstat(fh.fileno()))
+    copy: Path | None = None
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(fh)
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gradebox-samples-")))
         try:
-            found = _Checker(Path(tmp) / "chunk.jsonl", schema).run(fh)
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                # A pipe (--samples /dev/stdin) is read once: into a private file to read back.
+                copy = _private_copy(fh)
+                fh = stack.enter_context(copy.open("rb"))
+            identity = _Identity.of(os.fstat(fh.fileno()))
+            found = _Checker(tmp / "chunk.jsonl", schema).run(fh)
+            after = _Identity.of(os.fstat(fh.fileno()))
         except OSError as exc:
+            if copy is not None:
+                copy.unlink(missing_ok=True)
             raise BadInput([f"{path}: cannot read ({exc.strerror or exc})"]) from exc
-        after = _Identity.of(os.fstat(fh.fileno()))
+    samples = SampleFile(
+        path,
+        identity,
+        ids=found.ids,
+        fns=found.fns,
+        lines=found.lines,
+        offsets=found.offsets,
+        digests=bytes(found.digests),
+        index=found.index,
+        copy=_PrivateCopy(copy) if copy is not None else None,
+    )
     if after != identity or found.size != identity.size:
         raise BadInput([f"{path}: changed while it was being checked; run again"])
     if found.empty:
@@ -298,19 +325,27 @@ def open_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[SampleFil
     problems = [f"{path}:{n}: {m}" for n, m in sorted(found.problems)]
     if problems and not skip_bad_lines:
         raise BadInput(problems)
-    return (
-        SampleFile(
-            path,
-            identity,
-            ids=found.ids,
-            fns=found.fns,
-            lines=found.lines,
-            offsets=found.offsets,
-            digests=bytes(found.digests),
-            index=found.index,
-        ),
-        problems,
-    )
+    return samples, problems
+
+
+class _PrivateCopy:
+    """A private file removed when the last object that holds this one is gone."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        weakref.finalize(self, path.unlink, missing_ok=True)
+
+
+def _private_copy(fh: IO[bytes]) -> Path:
+    """Copy a stream that cannot be read twice into a private file; return its path."""
+    fd, name = tempfile.mkstemp(prefix="gradebox-samples-", suffix=".jsonl")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(fh, out)
+    except BaseException:
+        os.unlink(name)
+        raise
+    return Path(name)
 
 
 class _Checker:

@@ -178,3 +178,26 @@ def test_load_samples_still_loads_them_all(tmp_path):
     samples, problems = load_samples(path)
     assert isinstance(samples, list) and [s.id for s in samples] == ["a", "b"]
     assert problems == []
+
+
+def test_samples_from_a_pipe_are_read_back_from_a_private_copy(tmp_path):
+    """A pipe cannot be read twice: its bytes are copied aside once, then read as a file."""
+    import gc
+    import threading
+
+    fifo = tmp_path / "samples.fifo"
+    os.mkfifo(fifo)
+    lines = [_line("a"), _line("b", fn="dec"), _line("c")]
+    writer = threading.Thread(target=lambda: fifo.write_text("\n".join(lines) + "\n"))
+    writer.start()
+    samples, _ = open_samples(fifo)
+    writer.join()
+    copy = samples._source
+    assert copy != fifo and copy.is_file()
+    kept = samples.select(lambda k: k != 1)
+    del samples
+    gc.collect()
+    assert [s.id for s in kept] == ["a", "c"]  # the copy lives as long as a view needs it
+    del kept
+    gc.collect()
+    assert not copy.exists()
