@@ -15,6 +15,8 @@ workers); this script samples, every 0.25 s:
   figure the goal is about: within 50 MB from 10k to 100k);
 * the resident set of its whole process tree (sandbox workers, mypy and bandit
   workers), at its largest;
+* the grader process's own CPU time (user + system), printed per sample: it does not
+  grow when the machine is busy, so it tells a slower grader from a busier machine;
 
 and prints throughput (samples / wall, start-up included, and over the CLI's own
 grading phase), the HTML report's size and how many samples it embeds, the verdicts
@@ -63,6 +65,8 @@ class SizeResult:
     exit_code: int
     graded_per_s: float = 0.0
     load: str = ""
+    grader_cpu_ms: float = 0.0
+    """The grader process's own CPU (user + system) per sample: less load-sensitive than wall."""
 
 
 _GRADED = re.compile(r"graded (\d+) samples in ([0-9.]+)s")
@@ -126,10 +130,15 @@ def run_size(n: int, opts: argparse.Namespace, tmp: Path, attempt: int = 0) -> S
     t0 = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     proc = psutil.Process(child.pid)
-    hwm = tree = 0.0
+    hwm = tree = cpu = 0.0
     while child.poll() is None:
         hwm = max(hwm, _hwm_mb(proc))
         tree = max(tree, _tree_mb(proc))
+        try:
+            times = proc.cpu_times()
+            cpu = times.user + times.system
+        except psutil.Error:
+            pass
         time.sleep(0.25)
     wall = time.perf_counter() - t0
     stderr = child.stderr.read() if child.stderr else ""
@@ -156,6 +165,7 @@ def run_size(n: int, opts: argparse.Namespace, tmp: Path, attempt: int = 0) -> S
         exit_code=child.returncode,
         graded_per_s=round(n / float(graded.group(2)), 1) if graded else 0.0,
         load=f"{before} -> {_load()}",
+        grader_cpu_ms=round(cpu * 1000 / n, 2),
     )
 
 
@@ -177,6 +187,7 @@ def _mean(runs: list[SizeResult]) -> SizeResult:
         exit_code=max(r.exit_code for r in runs),
         graded_per_s=round(sum(phase) / len(phase), 1) if phase else 0.0,
         load=" | ".join(r.load for r in runs),
+        grader_cpu_ms=round(sum(r.grader_cpu_ms for r in runs) / len(runs), 2),
     )
 
 
@@ -213,15 +224,17 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"runs": [asdict(r) for n in sizes for r in runs[n]]}, indent=2))
         return 0
     print(
-        f"{'samples':>8} {'wall_s':>8} {'cand/s':>7} {'graded/s':>8} {'grader peak RSS MB':>19} "
-        f"{'tree peak RSS MB':>17} {'html MB':>8} {'embedded':>9} {'mismatch':>9}  load (1/5/15)"
+        f"{'samples':>8} {'wall_s':>8} {'cand/s':>7} {'graded/s':>8} {'cpu ms/s':>8} "
+        f"{'grader peak RSS MB':>19} {'tree peak RSS MB':>17} {'html MB':>8} {'embedded':>9} "
+        f"{'mismatch':>9}  load (1/5/15)"
     )
     for n in sizes:
         for r in runs[n] + ([results[sizes.index(n)]] if len(runs[n]) > 1 else []):
             mean = len(runs[n]) > 1 and r is results[sizes.index(n)]
             print(
                 f"{r.n:>8} {r.wall_s:>8.1f} {r.cand_per_s:>7.1f} {r.graded_per_s:>8.1f} "
-                f"{r.grader_peak_rss_mb:>19.1f} {r.tree_peak_rss_mb:>17.1f} {r.html_mb:>8.2f} "
+                f"{r.grader_cpu_ms:>8.2f} {r.grader_peak_rss_mb:>19.1f} "
+                f"{r.tree_peak_rss_mb:>17.1f} {r.html_mb:>8.2f} "
                 f"{r.html_embedded:>9} {r.mismatches:>9}  " + ("(mean)" if mean else r.load)
             )
     small, large = results[0], results[-1]
@@ -242,6 +255,9 @@ def goal_lines(small: SizeResult, large: SizeResult) -> list[str]:
         f"goal throughput: cand/s at {large.n} / at {small.n}: {ratio:.3f}x "
         f"(goal within 10 %: {'met' if abs(ratio - 1) <= 0.10 else 'NOT met'}; "
         f"grading phase alone {phase:.3f}x)",
+        f"grader CPU per sample at {large.n} / at {small.n}: "
+        f"{large.grader_cpu_ms / small.grader_cpu_ms if small.grader_cpu_ms else 0.0:.3f}x "
+        "(the grader's own work per sample, whatever the load)",
     ]
 
 
