@@ -36,10 +36,12 @@ __all__ = [
     "BACKENDS",
     "SECCOMP_FD",
     "Backend",
+    "Interpreter",
     "Launch",
     "filter_pipe",
     "find_python",
     "get_backend",
+    "locate_python",
 ]
 
 HARNESS_DIR = Path(__file__).resolve().parent / "child"
@@ -105,6 +107,9 @@ class Backend:
     def check_available(self, python: str) -> None:
         """Raise :class:`IsolationUnavailable` when this backend cannot run here."""
 
+    def use(self, python: Interpreter) -> None:
+        """Take what :func:`locate_python` found, so launches need not probe it again."""
+
     def launch(self, python: str, limits: Limits) -> Launch:
         """Describe how to start one worker."""
         raise NotImplementedError
@@ -118,6 +123,10 @@ class BwrapBackend(Backend):
     def __init__(self) -> None:
         self._prefixes: dict[str, str] = {}
         self._filter: bytes | None = None
+
+    def use(self, python: Interpreter) -> None:
+        """Remember the interpreter's prefix (else the first launch asks it)."""
+        self._prefixes.setdefault(python.path, python.prefix)
 
     def check_tools(self) -> None:
         """Raise when bwrap is not installed or the seccomp filter cannot be built."""
@@ -259,11 +268,28 @@ def get_backend(name: str) -> Backend:
     return BACKENDS[name]()
 
 
-def find_python(explicit: str | None = None) -> str:
-    """The real path of the interpreter that runs candidates (3.11 or newer).
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    """The interpreter that runs candidates, as one probe of it found."""
+
+    path: str
+    """Its real path."""
+    prefix: str
+    """Its ``sys.base_prefix`` (what the bwrap backend mounts when outside ``/usr``)."""
+
+
+#: One start of the interpreter says both whether it will do and where it lives.
+_PROBE = "import sys; print(sys.version_info >= (3, 11)); print(sys.base_prefix)"
+
+
+def locate_python(explicit: str | None = None) -> Interpreter:
+    """The interpreter that runs candidates (3.11 or newer) and its prefix.
 
     A system interpreter under ``/usr`` is preferred: it is readable by an
     unprivileged uid and starts without version-manager shims or ``.pth`` files.
+
+    Raises:
+        IsolationUnavailable: No interpreter there (or at ``explicit``) is 3.11 or newer.
     """
     options = (
         [explicit]
@@ -280,7 +306,7 @@ def find_python(explicit: str | None = None) -> str:
         real = os.path.realpath(cand)
         try:
             out = subprocess.run(
-                [real, "-I", "-S", "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                [real, "-I", "-S", "-c", _PROBE],
                 capture_output=True,
                 text=True,
                 timeout=20,
@@ -288,13 +314,20 @@ def find_python(explicit: str | None = None) -> str:
             )
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if out.stdout.strip() == "True":
-            return real
+        lines = out.stdout.splitlines()
+        if lines and lines[0].strip() == "True":
+            prefix = lines[1].strip() if len(lines) > 1 else ""
+            return Interpreter(real, prefix or "/usr")
     raise IsolationUnavailable(
         "no Python 3.11+ interpreter found to run candidates"
         + (f" at {explicit}" if explicit else " (looked for /usr/bin/python3)")
         + "; install one (`apt-get install -y python3`) or pass --sandbox-python PATH"
     )
+
+
+def find_python(explicit: str | None = None) -> str:
+    """The real path of the interpreter that runs candidates: :func:`locate_python`'s."""
+    return locate_python(explicit).path
 
 
 def _prefix_of(python: str) -> str:

@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = [
     "hidden_file_schema",
@@ -250,6 +251,10 @@ def read_jsonl(
     lines, found = _read_lines(path)
     if not lines and not found:
         raise InputError([f"{path}: file is empty"])
+    # Loaded here, not at import: a program that only runs the sandbox never needs it,
+    # and ``gradebox grade`` starts its workers before it reads any input file.
+    from jsonschema import Draft202012Validator  # noqa: PLC0415
+
     validator = Draft202012Validator(schema)
     good: list[_T] = []
     for line in lines:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from sandbox.backends import Backend, find_python, get_backend
+from sandbox.backends import Backend, get_backend, locate_python
 from sandbox.cgroups import TreeCap, find_tree_cap
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
@@ -260,26 +260,38 @@ class Sandbox:
 
     def warm(self) -> int:
         """Start every worker slot now, in parallel; return how many are running."""
+        slots, done = self._boot()
+        return sum(done.get() for _ in range(slots))
+
+    def _boot(self) -> tuple[int, queue.SimpleQueue[bool]]:
+        """Start the worker of every idle slot, each in a thread of its own.
+
+        Each worker goes back to the pool as soon as it is up (an empty slot when it
+        could not start), so a candidate can take the first one while the others still
+        start. Returns how many slots were taken and a queue that gets, per slot, whether
+        its worker started.
+        """
         slots: list[Worker | None] = []
         while True:
             try:
                 slots.append(self._idle.get_nowait())
             except queue.Empty:
                 break
+        done: queue.SimpleQueue[bool] = queue.SimpleQueue()
 
-        def start(w: Worker | None) -> Worker | None:
-            if w is not None:
-                return w
+        def start(w: Worker | None) -> None:
             try:
-                return self._start_worker()
+                if w is None:
+                    w = self._start_worker()
             except WorkerError:
-                return None
+                w = None
+            finally:
+                self._idle.put(w)
+                done.put(w is not None)
 
-        with ThreadPoolExecutor(max_workers=max(1, len(slots))) as ex:
-            started = list(ex.map(start, slots))
-        for w in started:
-            self._idle.put(w)
-        return sum(w is not None for w in started)
+        for w in slots:
+            threading.Thread(target=start, args=(w,), name="sandbox-boot").start()
+        return len(slots), done
 
     def close(self) -> None:
         """Stop every worker."""
@@ -350,14 +362,22 @@ def open_sandbox(
         IsolationUnavailable: The isolation cannot be provided or does not hold.
     """
     backend = get_backend(isolation)
-    backend.check_tools()
     lim = limits or Limits()
-    tree_cap = find_tree_cap() if backend.isolated and lim.tree_limits else None
-    interp = find_python(python)
-    sb = Sandbox(backend, interp, lim, workers, tree_cap)
+    # Building the seccomp filter (libseccomp's loader runs ldconfig) and probing the
+    # interpreter each wait on a process of their own: overlap the two.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-probe") as probe:
+        located = probe.submit(locate_python, python)
+        backend.check_tools()
+        tree_cap = find_tree_cap() if backend.isolated and lim.tree_limits else None
+        interp = located.result()
+    backend.use(interp)
+    sb = Sandbox(backend, interp.path, lim, workers, tree_cap)
     try:
-        if sb.warm() == 0:
-            backend.check_available(interp)  # says why workers cannot start
+        slots, done = sb._boot()
+        # The first worker up takes the self-check while the others still start: they are
+        # all launched alike, and no candidate runs on any of them before it has passed.
+        if not any(done.get() for _ in range(slots)):
+            backend.check_available(interp.path)  # says why workers cannot start
             raise IsolationUnavailable(f"isolation {backend.name!r}: no sandbox worker could start")
         if self_check:
             sb.self_check()

@@ -9,9 +9,7 @@ the environment named, tool versions) is fingerprinted per sample by
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,6 +227,9 @@ def build_config(
 
 def static_tool_versions() -> dict[str, str | None]:
     """Installed versions of gradebox, ruff, mypy and bandit (``None`` when missing)."""
+    # Loaded on use (~30 ms of imports): only a run with a run directory asks.
+    import importlib.metadata  # noqa: PLC0415
+
     versions: dict[str, str | None] = {}
     for dist in ("gradebox", "ruff", "mypy", "bandit"):
         try:
@@ -240,6 +241,8 @@ def static_tool_versions() -> dict[str, str | None]:
 
 def sandbox_python_version(python: str) -> str:
     """``sys.version`` of the interpreter that runs candidates, with its real path."""
+    import subprocess  # noqa: PLC0415 - only when no running worker reported its version
+
     real = os.path.realpath(python)
     try:
         out = subprocess.run(

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from gradebox.cli import cli
+from sandbox import backends
 from sandbox.backends import BwrapBackend, find_python
 from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
@@ -65,6 +66,18 @@ def test_self_check_refuses_a_leaky_sandbox(hole, message):
             sb.self_check()
     finally:
         sb.close()
+
+
+def test_open_sandbox_refuses_a_leaky_pool_before_it_returns(monkeypatch):
+    # The self-check runs on the first worker up while the others still start: a pool
+    # of several must still be refused as a whole, before any candidate can run.
+    class LeakyNet(_Leaky):
+        def __init__(self) -> None:
+            super().__init__(["--share-net"])
+
+    monkeypatch.setitem(backends.BACKENDS, "bwrap", LeakyNet)
+    with pytest.raises(IsolationUnavailable, match="loopback network is reachable"):
+        open_sandbox("bwrap", workers=3)
 
 
 def test_the_real_backend_passes_its_self_check():
