@@ -15,7 +15,10 @@
   done, the ``gate.jsonl`` row. Another token's gate is 404, as a missing one.
 
 Gates run one at a time in a worker thread (each runs its own sandboxed pytest
-processes, :mod:`gradebox.patches`), counted in the metrics' ``batch`` lane
+processes, :mod:`gradebox.patches`), taken **round-robin between tokens** (the
+token whose last gate started longest ago goes next, with its oldest gate): a
+token that queues many gates delays another token's next gate by one gate, not
+by its whole queue. They are counted in the metrics' ``batch`` lane
 (``gradebox_grade_stage_seconds{stage="gate"}``, ``gradebox_verdicts_total``);
 each token may have :data:`MAX_QUEUED` unfinished gates (429 past it). A gate
 left unfinished by a stop is queued again on the next start. A grader sees the
@@ -77,7 +80,11 @@ class GateJobs:
     """The app's state (store, metrics)."""
     config: GateConfig = field(default_factory=GateConfig)
     """How gates run (environment cache, limits, base runs, static layers)."""
-    _queue: queue.Queue[tuple[Store, str]] = field(default_factory=queue.Queue)
+    _wake: queue.Queue[Store] = field(default_factory=queue.Queue)
+    """Told each time a gate is queued (the worker then takes every queued gate)."""
+    _turns: dict[str, int] = field(default_factory=dict)
+    """Per owner, the number of its last gate started (none yet: it goes first)."""
+    _started: int = 0
     _thread: threading.Thread | None = None
     _ready_for: Store | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -96,22 +103,36 @@ class GateJobs:
                     )
                     self._thread.start()
                 store.execute("UPDATE gates SET status = 'queued' WHERE status = 'running'")
-                for (gid,) in store.fetch_all("SELECT id FROM gates WHERE status = 'queued' "
-                                              "ORDER BY created"):  # fmt: skip
-                    self._queue.put((store, gid))
+                self._wake.put(store)
         return store
 
     def submit(self, store: Store, gate_id: str) -> None:
-        """Queue one stored gate."""
-        self._queue.put((store, gate_id))
+        """Queue one stored gate (``gate_id`` is in the table, ``queued``)."""
+        self._wake.put(store)
 
     def _work(self) -> None:
         while True:
-            store, gate_id = self._queue.get()
+            store = self._wake.get()
+            gate_id = None
             try:
-                self._run(store, gate_id)
+                while (gate_id := self._next(store)) is not None:
+                    self._run(store, gate_id)
             except Exception:  # the store closed under it: the gate runs again on the next start
                 _log.exception("gate %s was not finished", gate_id)
+
+    def _next(self, store: Store) -> str | None:
+        """The next owner's oldest queued gate: round-robin between tokens."""
+        queued = store.fetch_all(
+            "SELECT id, owner FROM gates WHERE status = 'queued' ORDER BY created, id"
+        )
+        if not queued:
+            return None
+        # min() keeps the first of equals: among owners tied for their turn, the one
+        # with the oldest gate; for that owner, its oldest gate.
+        gate_id, owner = min(queued, key=lambda row: self._turns.get(row[1], -1))
+        self._started += 1
+        self._turns[owner] = self._started
+        return str(gate_id)
 
     def _run(self, store: Store, gate_id: str) -> None:
         found = store.fetch_one("SELECT spec FROM gates WHERE id = ?", (gate_id,))
