@@ -63,8 +63,10 @@ GateReason = Literal[
     "tamper_risk",
     "static_unavailable",
     "infra_error",
+    "not_run",
 ]
-"""Why a gate decided as it did: the first thing that decided it, in gate order."""
+"""Why a gate decided as it did: the first thing that decided it, in gate order
+(``not_run``: the service did not run it, e.g. its token was revoked while it was queued)."""
 
 ProtectMode = Literal["fail", "strip"]
 """A patch touching protected paths fails, or those files are dropped and the rest graded."""

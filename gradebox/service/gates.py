@@ -18,7 +18,9 @@ Gates run one at a time in a worker thread (each runs its own sandboxed pytest
 processes, :mod:`gradebox.patches`), taken **round-robin between tokens** (the
 token whose last gate started longest ago goes next, with its oldest gate): a
 token that queues many gates delays another token's next gate by one gate, not
-by its whole queue. They are counted in the metrics' ``batch`` lane
+by its whole queue. A queued gate whose token has since been revoked or has
+expired is not run: it is settled ``needs_review`` with reason ``not_run``
+(:data:`NOT_RUN`). They are counted in the metrics' ``batch`` lane
 (``gradebox_grade_stage_seconds{stage="gate"}``, ``gradebox_verdicts_total``);
 each token may have :data:`MAX_QUEUED` unfinished gates (429 past it). A gate
 left unfinished by a stop is queued again on the next start. A grader sees the
@@ -51,10 +53,12 @@ from gradebox.service.problems import ApiError, Problem
 from gradebox.service.state import ServiceState
 from gradebox.service.store import Store, iso_time
 
-__all__ = ["MAX_QUEUED", "GateJobs", "gate_routes"]
+__all__ = ["MAX_QUEUED", "NOT_RUN", "GateJobs", "gate_routes"]
 
 _log = logging.getLogger("gradebox.service")
 
+NOT_RUN = "not run: the token that queued it was revoked or expired"
+"""The ``detail`` of a gate settled without running."""
 MAX_QUEUED = 10
 """Unfinished gates per token."""
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -125,6 +129,11 @@ class GateJobs:
         queued = store.fetch_all(
             "SELECT id, owner FROM gates WHERE status = 'queued' ORDER BY created, id"
         )
+        live = {owner: store.token_live(owner) for owner in {row[1] for row in queued}}
+        for gate_id, owner in queued:
+            if not live[owner]:
+                self._not_run(store, str(gate_id))
+        queued = [row for row in queued if live[row[1]]]
         if not queued:
             return None
         # min() keeps the first of equals: among owners tied for their turn, the one
@@ -133,6 +142,17 @@ class GateJobs:
         self._started += 1
         self._turns[owner] = self._started
         return str(gate_id)
+
+    def _not_run(self, store: Store, gate_id: str) -> None:
+        """Settle a queued gate whose token was revoked or expired: not run, nothing decided."""
+        found = store.fetch_one("SELECT spec FROM gates WHERE id = ?", (gate_id,))
+        if found is None:
+            return
+        row = GateRow(json.loads(found[0])["id"], "needs_review", "not_run",
+                      detail=NOT_RUN).to_row()  # fmt: skip
+        store.execute("UPDATE gates SET status = 'done', finished = ?, row = ? "
+                      "WHERE id = ? AND status = 'queued'",
+                      (time.time(), json.dumps(row), gate_id))  # fmt: skip
 
     def _run(self, store: Store, gate_id: str) -> None:
         found = store.fetch_one("SELECT spec FROM gates WHERE id = ?", (gate_id,))
