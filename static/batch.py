@@ -10,7 +10,9 @@ back per candidate:
 - **Names.** Each candidate's file is ``c-<hash>.py``, the hash of its code,
   function name and signature: opaque (no sample id or task name leaks), equal
   for equal candidates (checked once, reported to each), and stable, so mypy's
-  cache entry of a candidate graded again is valid.
+  cache entry of a candidate graded again is valid. A candidate's ``scope`` (the
+  service's token id) is hashed in too: one scope's cache entries never serve
+  another, so how fast a check is says nothing about another scope's code.
 - **Isolation.** ``c-<hash>`` is not a Python identifier: no ``import`` statement
   can name it, so no candidate can import another or see its types. Each is a
   top-level module of its own; mypy sees the standard library only. ruff and
@@ -127,6 +129,11 @@ class Candidate:
     """The task's function name."""
     signature: str | None = None
     """The task's signature (``"def is_even(n: int) -> bool"``), when public.jsonl has one."""
+    scope: str = ""
+    """Whose cache entries this candidate may use: candidates of different scopes get
+    different module names, so mypy's cache never answers one scope from another's
+    entry (a hit would be faster: the time would tell that the same code was checked
+    before). ``""``: one scope (a CLI run); the service gives each token its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,7 +470,10 @@ def _seed_name() -> str:
 
 
 def _module_name(candidate: Candidate) -> str:
-    key = "\0".join((candidate.code, candidate.fn, candidate.signature or ""))
+    parts: tuple[str, ...] = (candidate.code, candidate.fn, candidate.signature or "")
+    if candidate.scope:  # unscoped names stay as they were (kept caches stay valid)
+        parts += (candidate.scope,)
+    key = "\0".join(parts)
     return "c-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 

@@ -18,7 +18,10 @@ sample that makes a tool slow, or time out (which marks its whole batch
 ``needs_review``), costs its own token's samples and never another tenant's. A
 batch's results are those of :func:`static.batch.check_batch`, equal to one
 sample's alone (the tools see each sample as its own module; names are digests
-with a ``-``, which no ``import`` can name).
+with a ``-``, which no ``import`` can name). The token id is also each sample's
+cache scope (:attr:`static.batch.Candidate.scope`): mypy's cache never answers
+one token from an entry another token's sample made, so a check's speed tells
+nobody whether another tenant submitted the same code.
 
 Per-task settings (:class:`TaskStatic`, ``"static"`` in ``PUT /v1/tasks/{fn}``)
 replace the server's policy and lockfile for that task, and name the rule ids
@@ -83,7 +86,10 @@ class _WarmStage(StaticStage):
         self._batcher = batcher
 
     def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
-        return self._batcher.check(BATCH_KEY.get(), candidates)
+        key = BATCH_KEY.get()
+        # The token's own cache scope: no token's check is sped up by another's entry.
+        scoped = [dataclasses.replace(c, scope=key) for c in candidates]
+        return self._batcher.check(key, scoped)
 
 
 @dataclasses.dataclass(slots=True)
