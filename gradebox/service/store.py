@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gradebox.service import storesql
 from gradebox.service.records import (
     QuotaExceeded,
     RubricPin,
@@ -51,141 +52,6 @@ __all__ = [
     "iso_time",
 ]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tokens (
-    id TEXT PRIMARY KEY,
-    role TEXT NOT NULL CHECK (role IN ('admin', 'grader')),
-    hash TEXT NOT NULL,
-    created REAL NOT NULL,
-    expires REAL,
-    tasks TEXT
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    fn TEXT PRIMARY KEY,
-    public TEXT NOT NULL,
-    hidden TEXT NOT NULL,
-    limits TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    updated REAL NOT NULL,
-    disclosure TEXT NOT NULL DEFAULT 'counts',
-    static TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'cancelled')),
-    created REAL NOT NULL,
-    finished REAL,
-    total INTEGER NOT NULL,
-    options TEXT NOT NULL DEFAULT '{}',
-    reason TEXT
-);
-CREATE TABLE IF NOT EXISTS samples (
-    run_id TEXT NOT NULL REFERENCES runs (id),
-    idx INTEGER NOT NULL,
-    sample TEXT NOT NULL,
-    row TEXT,
-    PRIMARY KEY (run_id, idx)
-);
-CREATE TABLE IF NOT EXISTS grades (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    created REAL NOT NULL,
-    row TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (status, owner, created);
-CREATE TABLE IF NOT EXISTS task_revisions (
-    fn TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    public TEXT NOT NULL,
-    hidden TEXT NOT NULL,
-    limits TEXT NOT NULL,
-    disclosure TEXT NOT NULL,
-    static TEXT NOT NULL,
-    updated REAL NOT NULL,
-    PRIMARY KEY (fn, revision)
-);
-CREATE TABLE IF NOT EXISTS run_tasks (
-    run_id TEXT NOT NULL REFERENCES runs (id),
-    fn TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    PRIMARY KEY (run_id, fn)
-);
-CREATE TABLE IF NOT EXISTS rubrics (
-    name TEXT PRIMARY KEY,
-    toml TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS feedback (
-    kind TEXT NOT NULL CHECK (kind IN ('grade', 'run')),
-    key TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    owner TEXT NOT NULL,
-    accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
-    reviewer TEXT,
-    note TEXT,
-    created REAL NOT NULL,
-    PRIMARY KEY (kind, key, idx)
-);
-CREATE INDEX IF NOT EXISTS feedback_by_owner ON feedback (owner, created);
-CREATE TABLE IF NOT EXISTS rubric_snapshots (
-    digest TEXT PRIMARY KEY,
-    texts TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS run_rubrics (
-    run_id TEXT NOT NULL REFERENCES runs (id),
-    fn TEXT NOT NULL,
-    rubric TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    digest TEXT,
-    PRIMARY KEY (run_id, fn)
-);
-"""
-
-_MIGRATIONS = (
-    # Databases from before per-task disclosure: their tasks get the default.
-    (
-        "tasks",
-        "disclosure",
-        "ALTER TABLE tasks ADD COLUMN disclosure TEXT NOT NULL DEFAULT 'counts'",
-    ),
-    # From before static settings per task: the server's policy and lockfile.
-    ("tasks", "static", "ALTER TABLE tasks ADD COLUMN static TEXT NOT NULL DEFAULT '{}'"),
-    # From before per-run layer options: the defaults of the time (tests only).
-    ("runs", "options", "ALTER TABLE runs ADD COLUMN options TEXT NOT NULL DEFAULT '{}'"),
-    # From before token expiry and task scopes: no expiry, every task.
-    ("tokens", "expires", "ALTER TABLE tokens ADD COLUMN expires REAL"),
-    ("tokens", "tasks", "ALTER TABLE tokens ADD COLUMN tasks TEXT"),
-    # From before runs said why they were cancelled: no reason.
-    ("runs", "reason", "ALTER TABLE runs ADD COLUMN reason TEXT"),
-)
-_BACKFILL_REVISIONS = (
-    # From before revisions were kept: each task's current revision is its first kept one.
-    "INSERT OR IGNORE INTO task_revisions "
-    "(fn, revision, public, hidden, limits, disclosure, static, updated) "
-    "SELECT fn, revision, public, hidden, limits, disclosure, static, updated FROM tasks"
-)
-_PRUNE_REVISIONS = (
-    "DELETE FROM task_revisions WHERE fn = ? AND revision <> ? AND revision NOT IN "
-    "(SELECT run_tasks.revision FROM run_tasks JOIN runs ON runs.id = run_tasks.run_id "
-    "WHERE run_tasks.fn = ? AND runs.status IN (?, ?))"
-)
-_PRUNE_SNAPSHOTS = (
-    "DELETE FROM rubric_snapshots WHERE digest NOT IN "
-    "(SELECT run_rubrics.digest FROM run_rubrics JOIN runs ON runs.id = run_rubrics.run_id "
-    "WHERE run_rubrics.digest IS NOT NULL AND runs.status IN (?, ?))"
-)
-_PENDING = "json_extract(row, '$.judge.status') = 'pending'"
-
-_UNFINISHED = ("queued", "running")
-_ORPHANED = (
-    # Unfinished runs whose token is gone (revoked) or expired, with the reason.
-    "SELECT runs.id, CASE WHEN tokens.id IS NULL THEN 'token revoked' ELSE 'token expired' END "
-    "FROM runs LEFT JOIN tokens ON tokens.id = runs.owner WHERE runs.status IN (?, ?) "
-    "AND (tokens.id IS NULL OR (tokens.expires IS NOT NULL AND tokens.expires <= ?))"
-)
-
 
 class Store:
     """The service's SQLite database."""
@@ -200,19 +66,19 @@ class Store:
             # FULL: a committed result survives a power cut too, not only a kill -9.
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA busy_timeout=10000")
-            self._db.executescript(_SCHEMA)
+            self._db.executescript(storesql.SCHEMA)
             self._migrate()
         self._reader = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._reader.execute("PRAGMA busy_timeout=10000")
         self._read_lock = threading.Lock()
 
     def _migrate(self) -> None:
-        """Add the columns older databases lack (:data:`_MIGRATIONS`), each with its default."""
-        for table, column, sql in _MIGRATIONS:
+        """Add the columns older databases lack (``storesql.MIGRATIONS``), with their defaults."""
+        for table, column, sql in storesql.MIGRATIONS:
             columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             if column not in columns:
                 self._db.execute(sql)
-        self._db.execute(_BACKFILL_REVISIONS)
+        self._db.execute(storesql.BACKFILL_REVISIONS)
 
     def close(self) -> None:
         """Close the connection."""
@@ -368,7 +234,7 @@ class Store:
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (fn, *values, revision),
                 )
-                self._db.execute(_PRUNE_REVISIONS, (fn, revision, fn, *_UNFINISHED))
+                self._db.execute(storesql.PRUNE_REVISIONS, (fn, revision, fn, *storesql.UNFINISHED))
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -527,7 +393,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?)",
                 (run_id, fn, pin.name, pin.revision, pin.digest),
             )
-        self._db.execute(_PRUNE_SNAPSHOTS, _UNFINISHED)
+        self._db.execute(storesql.PRUNE_SNAPSHOTS, storesql.UNFINISHED)
 
     def run_rubric(self, run_id: str, fn: str) -> RubricPin | None:
         """The rubric run ``run_id`` judges task ``fn`` with (without its texts).
@@ -556,13 +422,13 @@ class Store:
             "SELECT count(*), coalesce(sum(total - (SELECT count(*) FROM samples "
             "WHERE run_id = runs.id AND row IS NOT NULL)), 0) "
             "FROM runs WHERE owner = ? AND status IN (?, ?)",
-            (owner, *_UNFINISHED),
+            (owner, *storesql.UNFINISHED),
         ).fetchone()
         return int(row[0]), int(row[1])
 
     def unfinished_runs(self) -> int:
         """How many runs are queued or running."""
-        row = self._one("SELECT count(*) FROM runs WHERE status IN (?, ?)", _UNFINISHED)
+        row = self._one("SELECT count(*) FROM runs WHERE status IN (?, ?)", storesql.UNFINISHED)
         return int(row[0]) if row else 0
 
     def queued_samples(self) -> int:
@@ -570,7 +436,7 @@ class Store:
         row = self._one(
             "SELECT count(*) FROM samples JOIN runs ON runs.id = samples.run_id "
             "WHERE runs.status IN (?, ?) AND samples.row IS NULL",
-            _UNFINISHED,
+            storesql.UNFINISHED,
         )
         return int(row[0]) if row else 0
 
@@ -586,7 +452,7 @@ class Store:
             "SELECT runs.owner, runs.id FROM runs JOIN tokens ON tokens.id = runs.owner "
             "WHERE runs.status IN (?, ?) AND (tokens.expires IS NULL OR tokens.expires > ?) "
             "ORDER BY runs.created, runs.rowid",
-            (*_UNFINISHED, when),
+            (*storesql.UNFINISHED, when),
         )
         return [(str(owner), str(run_id)) for owner, run_id in rows]
 
@@ -598,7 +464,7 @@ class Store:
             revoked`` or ``token expired``. Results already stored stay.
         """
         when = time.time() if now is None else now
-        found = self._all(_ORPHANED, (*_UNFINISHED, when))
+        found = self._all(storesql.ORPHANED, (*storesql.UNFINISHED, when))
         return [
             (str(run_id), str(reason))
             for run_id, reason in found
@@ -631,7 +497,7 @@ class Store:
             self._write(
                 "UPDATE runs SET status = ?, finished = ?, reason = ? "
                 "WHERE id = ? AND status IN (?, ?)",
-                (status, finished, reason, run_id, *_UNFINISHED),
+                (status, finished, reason, run_id, *storesql.UNFINISHED),
             )
             == 1
         )
@@ -679,7 +545,7 @@ class Store:
     def judge_pending(self, run_id: str) -> int:
         """How many of a run's results still wait for their deferred judgement."""
         row = self._one(
-            f"SELECT count(*) FROM samples WHERE run_id = ? AND {_PENDING}",  # noqa: S608
+            f"SELECT count(*) FROM samples WHERE run_id = ? AND {storesql.PENDING}",  # noqa: S608
             (run_id,),
         )
         return int(row[0]) if row else 0
@@ -710,8 +576,8 @@ class Store:
         Returns:
             ``("grade", grade id, -1, row)`` and ``("run", run id, index, row)`` items.
         """
-        grades = self._all(f"SELECT id, row FROM grades WHERE {_PENDING}")  # noqa: S608
-        samples = self._all(f"SELECT run_id, idx, row FROM samples WHERE {_PENDING}")  # noqa: S608
+        grades = self._all(f"SELECT id, row FROM grades WHERE {storesql.PENDING}")  # noqa: S608
+        samples = self._all(f"SELECT run_id, idx, row FROM samples WHERE {storesql.PENDING}")  # noqa: S608
         return [("grade", str(g), -1, json.loads(r)) for g, r in grades] + [
             ("run", str(r), int(i), json.loads(x)) for r, i, x in samples
         ]
