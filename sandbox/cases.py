@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import InputError
+from sandbox.shapes import ShapeMemo
 from sandbox.types import HiddenCase, PublicTask
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def load_hidden(path: Path, *, skip_bad_lines: bool = False) -> tuple[list[Hidde
         InputError: When any line is bad (unless ``skip_bad_lines``), and always
             when the file is missing, unreadable, empty or has no good line.
     """
-    cases, found = read_jsonl(path, hidden_file_schema(), parse_hidden_case)
+    cases, found = read_jsonl(path, hidden_file_schema(), parse_hidden_case, by_shape=True)
     return cases, _finish(path, found, bool(cases), skip_bad_lines=skip_bad_lines)
 
 
@@ -230,6 +231,8 @@ def read_jsonl(
     path: Path,
     schema: dict[str, Any],
     build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
+    *,
+    by_shape: bool = False,
 ) -> tuple[list[_T], list[tuple[int, str]]]:
     """Read a JSON Lines file, check each line against ``schema``, and build items.
 
@@ -241,6 +244,10 @@ def read_jsonl(
         schema: A JSON schema (draft 2020-12) for one line.
         build: Turns a valid object and its line number into an item, or returns
             ``(None, problems)``.
+        by_shape: Check a line whose shape an earlier line showed valid no more
+            (:class:`sandbox.shapes.ShapeMemo`; the same lines pass and fail, with the
+            same messages): for files of many lines that differ in values the schema
+            checks by type only, such as hidden cases.
 
     Returns:
         The items built, and every problem as ``(line number, message)``.
@@ -256,9 +263,10 @@ def read_jsonl(
     from jsonschema import Draft202012Validator  # noqa: PLC0415
 
     validator = Draft202012Validator(schema)
+    memo = ShapeMemo.of(schema) if by_shape else None
     good: list[_T] = []
     for line in lines:
-        item, problems = _check_line(line, validator, build)
+        item, problems = _check_line(line, validator, build, memo)
         found.extend((line.number, p) for p in problems)
         if item is not None:
             good.append(item)
@@ -311,15 +319,22 @@ def _check_line(
     line: _Line,
     validator: Draft202012Validator,
     build: Callable[[dict[str, Any], int], tuple[_T | None, list[str]]],
+    memo: ShapeMemo | None = None,
 ) -> tuple[_T | None, list[str]]:
     """Parse, schema-check and build one line; return the item or its problems."""
     obj, problems = _parse_line(line.text)
     if problems:
         return None, problems
     try:
-        problems = list(_schema_problems(validator, obj))
-        if problems or not isinstance(obj, dict):  # the schema requires an object
-            return None, problems
+        shape = memo.shape(obj) if memo is not None else None
+        if memo is None or shape is None or shape not in memo.valid:
+            problems = list(_schema_problems(validator, obj))
+            if problems or not isinstance(obj, dict):  # the schema requires an object
+                return None, problems
+            if memo is not None and shape is not None:
+                memo.valid.add(shape)
+        if not isinstance(obj, dict):  # pragma: no cover - a shape is an object's
+            return None, []
         return build(obj, line.number)
     except RecursionError:
         return None, ["nested too deeply"]

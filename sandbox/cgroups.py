@@ -66,7 +66,19 @@ class TreeCap:
             _write(dirs[0] / "memory.limit_in_bytes", str(memory_bytes))
             _write(dirs[0] / "memory.memsw.limit_in_bytes", str(memory_bytes), optional=True)
             _write(dirs[1] / "pids.max", str(max_pids))
-        return CgroupTree(tuple(dirs))
+        counters = tuple(d / f for d in dirs for f in _COUNTERS if (d / f).exists())
+        return CgroupTree(tuple(dirs), counters)
+
+
+#: The counter files :meth:`CgroupTree.hits` reads: what each counts, and its keys (a
+#: flat-keyed file) or none (a file holding one number). v2 has ``pids.events`` and
+#: ``memory.events``; v1 ``pids.events``, ``memory.failcnt`` and ``memory.oom_control``.
+_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "pids.events": ("processes", ("max",)),
+    "memory.events": ("memory", ("max", "oom_kill")),
+    "memory.failcnt": ("memory", ()),
+    "memory.oom_control": ("memory", ("oom_kill",)),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +87,9 @@ class CgroupTree:
 
     dirs: tuple[Path, ...]
     """The directories, removed by :meth:`remove`."""
+    counters: tuple[Path, ...] | None = None
+    """The counter files that exist in them (found once, by :meth:`TreeCap.create`:
+    a cgroup's interface files never change); ``None``: look for every one each time."""
 
     def add_tree(self, root_pid: int) -> None:
         """Move ``root_pid`` and all its descendants in (before any candidate runs)."""
@@ -92,28 +107,30 @@ class CgroupTree:
         Counters only grow; compare two readings to see what one candidate did
         (v2 ``pids.events``/``memory.events``; v1 ``pids.events``,
         ``memory.failcnt`` and ``memory.oom_control``). Unreadable counters read 0.
+        Read twice per candidate, so each file is read once per call.
         """
         counts = {"processes": 0, "memory": 0}
-        for d in self.dirs:
-            counts["processes"] += _field(d / "pids.events", "max")
-            counts["memory"] += _field(d / "memory.events", "max") + _field(
-                d / "memory.events", "oom_kill"
-            )
-            counts["memory"] += _number(d / "memory.failcnt")
-            counts["memory"] += _field(d / "memory.oom_control", "oom_kill")
+        files = self.counters
+        if files is None:
+            files = tuple(d / name for d in self.dirs for name in _COUNTERS)
+        for path in files:
+            what, keys = _COUNTERS[path.name]
+            counts[what] += _count(str(path), keys)
         return counts
 
     def remove(self) -> None:
         """Remove the cgroups once their processes are gone (best effort, bounded)."""
         deadline = time.monotonic() + 2.0
         for d in self.dirs:
+            pause = 0.001  # the kernel empties a cgroup within a few ms of its last exit
             while d.exists():
                 try:
                     d.rmdir()
                 except OSError:
                     if time.monotonic() > deadline:
                         break
-                    time.sleep(0.01)
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.01)
 
 
 def find_tree_cap() -> TreeCap:
@@ -164,24 +181,25 @@ def _own_v2_path() -> TreeCap | None:
     return None
 
 
-def _field(path: Path, key: str) -> int:
-    """The value of ``key`` in a flat-keyed cgroup file, 0 when absent or unreadable."""
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key and value.strip().isdigit():
-                return int(value)
-    except OSError:
-        pass
-    return 0
+def _count(path: str, keys: tuple[str, ...]) -> int:
+    """The sum of ``keys`` in a flat-keyed cgroup file (no keys: the number it holds).
 
-
-def _number(path: Path) -> int:
+    0 for what is absent or unreadable.
+    """
     try:
-        text = path.read_text().strip()
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read()
     except OSError:
         return 0
-    return int(text) if text.isdigit() else 0
+    if not keys:
+        text = text.strip()
+        return int(text) if text.isdigit() else 0
+    total = 0
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in keys and value.strip().isdigit():
+            total += int(value)
+    return total
 
 
 def _writable_dir(path: Path) -> bool:

@@ -298,6 +298,8 @@ class Sandbox:
         with self._lock:
             self._closed = True
             workers, self._all = self._all, []
+        for w in workers:  # all at once: their teardowns overlap
+            w.kill()
         for w in workers:
             w.close()
         self._spawner.shutdown(wait=False)

@@ -73,6 +73,7 @@ class Worker:
         self._cgroup = cgroup
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - lives with the worker
         self.recycle = False
+        self._killed = False
         self._hits: dict[str, int] = {}
         fd = filter_pipe(launch.seccomp) if launch.seccomp is not None else None
         try:
@@ -222,10 +223,21 @@ class Worker:
         except (OSError, ValueError):
             return ""
 
-    def close(self) -> None:
-        """Kill the worker's whole process group and release its resources."""
+    def kill(self) -> None:
+        """Kill the worker's whole process group now; :meth:`close` reaps it and cleans up.
+
+        A pool killing all its workers first and closing them after lets their
+        teardowns overlap.
+        """
+        if self._killed:
+            return
+        self._killed = True
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Kill the worker's whole process group and release its resources."""
+        self.kill()
         try:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
