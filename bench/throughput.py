@@ -72,6 +72,50 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+_CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+_METERS = iter(range(1 << 30))
+
+
+class CpuMeter:
+    """CPU seconds of a runner's whole process tree, whoever ends up reaping its processes.
+
+    ``RUSAGE_CHILDREN`` misses processes that are reparented away from the runner: a
+    killed bubblewrap leaves its sandbox to the host's init, so a gradebox run would
+    count its grader and not its candidates' processes. Where cgroup v1's ``cpuacct``
+    is writable (root), the runner starts in a cgroup of its own and every process it
+    spawns is charged there; elsewhere the meter falls back to ``RUSAGE_CHILDREN``.
+    """
+
+    def __init__(self) -> None:
+        self.group: Path | None = _CPUACCT / f"gb-bench-{os.getpid()}-{next(_METERS)}"
+        try:
+            self.group.mkdir()
+        except OSError:
+            self.group = None
+        self._c0 = children_cpu()
+
+    def preexec(self) -> None:
+        """In the runner, before it execs: join the cgroup (a no-op without one)."""
+        if self.group is not None:
+            (self.group / "cgroup.procs").write_text(str(os.getpid()))
+
+    def seconds(self) -> float:
+        """CPU seconds so far; the cgroup goes once read (call once, after the run)."""
+        if self.group is None:
+            return children_cpu() - self._c0
+        try:
+            used = int((self.group / "cpuacct.usage").read_text()) / 1e9
+        except (OSError, ValueError):
+            used = children_cpu() - self._c0
+        for _ in range(200):  # the runner's last processes leave the cgroup as they die
+            try:
+                self.group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.01)
+        return used
+
+
 def log(msg: str) -> None:
     """Progress on stderr (stdout carries the figures, or JSON with ``--json``)."""
     print(msg, file=sys.stderr, flush=True)
@@ -291,15 +335,22 @@ def run_gradebox(
             cmd += ["--case-timeout", str(opts.gradebox_case_timeout)]
         if opts.gradebox_candidate_timeout:
             cmd += ["--candidate-timeout", str(opts.gradebox_candidate_timeout)]
-        t0, c0 = time.perf_counter(), children_cpu()
+        meter = CpuMeter()
+        t0 = time.perf_counter()
         try:
             proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=opts.runner_timeout, check=False
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=opts.runner_timeout,
+                check=False,
+                preexec_fn=meter.preexec,
             )
         except subprocess.TimeoutExpired:
+            meter.seconds()
             res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
             return res
-        res.wall_s, res.cpu_s = time.perf_counter() - t0, children_cpu() - c0
+        res.wall_s, res.cpu_s = time.perf_counter() - t0, meter.seconds()
         summary = proc.stderr.strip().splitlines()
         if proc.returncode != 0:
             res.status = "failed"
@@ -610,7 +661,8 @@ def run_driver(
         "--timeout",
         str(opts.timeout),
     ]
-    t0, c0 = time.perf_counter(), children_cpu()
+    meter = CpuMeter()
+    t0 = time.perf_counter()
     try:
         proc = subprocess.run(
             cmd,
@@ -619,14 +671,17 @@ def run_driver(
             timeout=opts.runner_timeout,
             check=False,
             cwd=tempfile.gettempdir(),
+            preexec_fn=meter.preexec,
         )
     except subprocess.TimeoutExpired:
+        meter.seconds()
         res.status, res.reason = "failed", f"no result within {opts.runner_timeout} s"
         return res
     except OSError as exc:
+        meter.seconds()
         res.status, res.reason = "skipped", f"cannot run {python}: {exc}"
         return res
-    res.wall_s, res.cpu_s = time.perf_counter() - t0, children_cpu() - c0
+    res.wall_s, res.cpu_s = time.perf_counter() - t0, meter.seconds()
     lines = proc.stdout.strip().splitlines()
     try:
         out = json.loads(lines[-1])
