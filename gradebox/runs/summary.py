@@ -28,15 +28,15 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     the average is over tasks, each task weighted equally.
 
     One pass over ``rows`` (rows read back from a file need not fit in memory);
-    of rows with a judge result only the id, outcomes and judge are kept, for the
-    judge's figures.
+    only what the judge's agreement figures need is kept, and only of rows they
+    count (see :class:`_JudgeTally`).
     """
     verdicts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     counts: Counter[str] = Counter()
     per_task: dict[str, list[int]] = {}
     static = _StaticTally()
-    judged: list[dict[str, Any]] = []
+    judge = _JudgeTally()
     for r in rows:
         verdicts[r["verdict"]] += 1
         reasons[r["reason"]] += 1
@@ -49,8 +49,8 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         counts["infra_errors"] += bool(r.get("infra_error"))
         if r.get("static"):
             static.add(r["static"])
-        if r.get("judge"):  # what the judge's figures read: id, outcomes, judge
-            judged.append({"id": r["id"], "outcomes": r["outcomes"], "judge": r["judge"]})
+        if r.get("judge"):
+            judge.add(r)
     tasks = {fn: {"n": n, "c": c, "pass@1": c / n} for fn, (c, n) in sorted(per_task.items())}
     return {
         "samples": verdicts.total(),
@@ -63,7 +63,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "pass@1": (sum(t["pass@1"] for t in tasks.values()) / len(tasks)) if tasks else None,
         "tasks": tasks,
         "static": static.result(),
-        "judge": _judge(judged),
+        "judge": judge.result(),
     }
 
 
@@ -95,29 +95,61 @@ class _StaticTally:
         }
 
 
-def _judge(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    judged = [(r, r["judge"]) for r in rows if r.get("judge")]
-    statuses = Counter(j["status"] for _, j in judged)
-    flips = flip_rates(rows)
-    fresh = Counter(
-        str(j["system_fingerprint"])
-        for _, j in judged
-        if j.get("system_fingerprint") and not j.get("cache_hit")
-    )
-    return {
-        "rows": len(judged),
-        **{k: statuses.get(k, 0) for k in _STATUSES},
-        "cache_hits": sum(1 for _, j in judged if j.get("cache_hit")),
-        "retries": sum(max(0, (j.get("attempts") or 0) - 1) for _, j in judged),
-        "mismatches": sum(
-            1 for _, j in judged if j["status"] == "scored" and j["verdict"] == "mismatch"
-        ),
-        "agreement": versus_tests(rows).to_json(),
-        "flips": None if flips is None else flips.to_json(),
-        "invariance": {probe: f.to_json() for probe, f in invariance(rows).items()},
-        "panel": {model: m.to_json() for model, m in panel(rows).items()},
-        "fingerprints": dict(fresh),
-    }
+_FIGURE_FIELDS = ("status", "verdict", "repeat", "scores", "invariance", "panel")
+"""What the agreement, flip, probe and panel figures read of a row's judge."""
+
+
+class _JudgeTally:
+    """The judge's figures, counted one row at a time.
+
+    Counts are kept as they come; for the agreement, flip, probe and panel
+    figures (:mod:`gradebox.judging`) only the rows they can count are kept
+    (scored, or judged more than once, or by a panel), each cut to what those
+    figures read: a run whose judge was skipped keeps nothing per row.
+    """
+
+    def __init__(self) -> None:
+        self.rows = self.cache_hits = self.retries = self.mismatches = 0
+        self.statuses: Counter[str] = Counter()
+        self.fresh: Counter[str] = Counter()
+        self.kept: list[dict[str, Any]] = []
+
+    def add(self, r: dict[str, Any]) -> None:
+        j = r["judge"]
+        self.rows += 1
+        self.statuses[j["status"]] += 1
+        self.cache_hits += bool(j.get("cache_hit"))
+        self.retries += max(0, (j.get("attempts") or 0) - 1)
+        self.mismatches += j["status"] == "scored" and j["verdict"] == "mismatch"
+        if j.get("system_fingerprint") and not j.get("cache_hit"):
+            self.fresh[str(j["system_fingerprint"])] += 1
+        if j["status"] == "scored" or isinstance(j.get("repeat"), dict) or j.get("panel"):
+            self.kept.append(_for_figures(r))
+
+    def result(self) -> dict[str, Any]:
+        flips = flip_rates(self.kept)
+        return {
+            "rows": self.rows,
+            **{k: self.statuses.get(k, 0) for k in _STATUSES},
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "mismatches": self.mismatches,
+            "agreement": versus_tests(self.kept).to_json(),
+            "flips": None if flips is None else flips.to_json(),
+            "invariance": {probe: f.to_json() for probe, f in invariance(self.kept).items()},
+            "panel": {model: m.to_json() for model, m in panel(self.kept).items()},
+            "fingerprints": dict(self.fresh),
+        }
+
+
+def _for_figures(r: dict[str, Any]) -> dict[str, Any]:
+    """The row as the figures read it: its id, whether every case passed, part of its judge."""
+    outcomes = r.get("outcomes") or []
+    passed = bool(outcomes) and all(o == "ok" for o in outcomes)
+    judge = {k: r["judge"][k] for k in _FIGURE_FIELDS if k in r["judge"]}
+    if isinstance(judge.get("scores"), dict):
+        judge["scores"] = dict.fromkeys(judge["scores"])  # the flip figures read criteria ids
+    return {"id": r["id"], "outcomes": ["ok"] if passed else [], "judge": judge}
 
 
 def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
