@@ -92,7 +92,9 @@ def completion(
     }
 
 
-def valid_reply(schema: dict[str, Any] | None, *, verdict: str = "match", score: int = 4) -> dict:
+def valid_reply(
+    schema: dict[str, Any] | None, *, verdict: str = "match", score: int = 4
+) -> dict[str, Any]:
     """A reply that satisfies ``schema`` (the reply schema the judge sent)."""
     props = (schema or {}).get("properties", {})
     ids = props.get("scores", {}).get("required", [])
@@ -127,7 +129,8 @@ def answer(body: dict[str, Any], verdict: str = "match", top: bool = True) -> di
 def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
     """The reply schema a request carried (``None`` in JSON mode)."""
     fmt = body.get("response_format") or {}
-    return fmt.get("json_schema", {}).get("schema")
+    schema: dict[str, Any] | None = fmt.get("json_schema", {}).get("schema")
+    return schema
 
 
 class ScriptedServer:
@@ -149,8 +152,7 @@ class ScriptedServer:
 
     @property
     def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def start(self) -> ScriptedServer:
         self._thread.start()
