@@ -13,7 +13,13 @@ from typing import Any
 import click
 
 from gradebox.cli.errors import exit_codes
-from gradebox.cli.options import isolation_option, limit_options, sandbox_python_option
+from gradebox.cli.options import (
+    isolation_option,
+    jobs_option,
+    judge_extra_body_option,
+    limit_options,
+    sandbox_python_option,
+)
 from gradebox.errors import SetupError
 from gradebox.runs.config import RunConfig, build_config
 from sandbox.errors import IsolationUnavailable
@@ -40,14 +46,7 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     type=_PATH,
     help="Write results.jsonl here, every sample of the run (default: stdout).",
 )
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(1, 256),
-    default=os.cpu_count() or 1,
-    show_default=True,
-    help="Candidates graded at once (isolated workers).",
-)
+@jobs_option("Candidates graded at once (isolated workers).")
 @click.option(
     "--scheduler",
     metavar="local:N|tcp://HOST:PORT",
@@ -158,12 +157,9 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     "majority; a verdict that flips sends a passing sample to needs_review (default: 1, or 3 "
     "when the model refuses temperature 0).",
 )
-@click.option(
-    "--judge-extra-body",
-    metavar="JSON",
-    callback=lambda _ctx, _param, value: _extra_body(value),
-    help="Provider options merged into every judge request, e.g. "
-    '\'{"provider": {"require_parameters": true}}\' (OpenRouter).',
+@judge_extra_body_option(
+    "Provider options merged into every judge request, e.g. "
+    '\'{"provider": {"require_parameters": true}}\' (OpenRouter).'
 )
 @click.option(
     "--judge-max-tokens",
@@ -262,19 +258,6 @@ def _open_sandbox(config: RunConfig) -> Sandbox:
         )
     options = ClusterOptions(address, config.isolation, config.limits, config.jobs, python)
     return open_cluster(options)
-
-
-def _extra_body(value: str | None) -> dict[str, Any] | None:
-    """Read ``--judge-extra-body`` (a usage error when it is not a JSON object)."""
-    if value is None:
-        return None
-    from judge.config import parse_extra_body  # noqa: PLC0415 - only with the option
-    from judge.errors import JudgeConfigError  # noqa: PLC0415
-
-    try:
-        return parse_extra_body(value)
-    except JudgeConfigError as exc:
-        raise click.BadParameter(str(exc)) from exc
 
 
 def _discard_sandbox(pending: Future[Sandbox]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from gradebox.cli.errors import EXIT_FAILED, EXIT_OK, exit_codes
-from gradebox.cli.options import json_option
+from gradebox.cli.options import json_option, judge_extra_body_option
 from gradebox.errors import SetupError
 
 __all__ = ["judge"]
@@ -30,28 +30,12 @@ def judge() -> None:
     """  # noqa: D301 - click needs a real \b to keep the example as written
 
 
-def _extra_body(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
-    if value is None:
-        return None
-    from judge.config import parse_extra_body  # noqa: PLC0415 - loads the judge (openai)
-    from judge.errors import JudgeConfigError  # noqa: PLC0415
-
-    try:
-        return parse_extra_body(value)
-    except JudgeConfigError as exc:
-        raise click.BadParameter(str(exc)) from exc
-
-
 @judge.command(context_settings={"max_content_width": 100})
 @click.option(
     "--judge-model", "model", metavar="NAME", help="Model (default: $GRADEBOX_JUDGE_MODEL)."
 )
-@click.option(
-    "--judge-extra-body",
-    "extra_body",
-    metavar="JSON",
-    callback=_extra_body,
-    help="Provider options merged into every request (as for gradebox grade).",
+@judge_extra_body_option(
+    "Provider options merged into every request (as for gradebox grade).", "extra_body"
 )
 @click.option(
     "--judge-max-tokens",

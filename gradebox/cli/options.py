@@ -6,6 +6,7 @@ arrive under the same parameter names everywhere.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,7 +15,9 @@ import click
 
 __all__ = [
     "isolation_option",
+    "jobs_option",
     "json_option",
+    "judge_extra_body_option",
     "ks_option",
     "limit_options",
     "sandbox_python_option",
@@ -41,6 +44,40 @@ def sandbox_python_option(f: _F) -> _F:
     return click.option(
         "--sandbox-python", type=_PATH, help="Interpreter that runs candidates (3.11+)."
     )(f)
+
+
+def jobs_option(what: str) -> Callable[[_F], _F]:
+    """``--jobs/-j N``: ``what`` (default: this machine's CPU count; arrives as ``jobs``)."""
+    return click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(1, 256),
+        default=os.cpu_count() or 1,
+        show_default=True,
+        help=what,
+    )
+
+
+def _parse_extra_body(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> dict[str, Any] | None:
+    """Click callback: ``--judge-extra-body`` as a JSON object; anything else is a usage error."""
+    if value is None:
+        return None
+    from judge.config import parse_extra_body  # noqa: PLC0415 - only with the option
+    from judge.errors import JudgeConfigError  # noqa: PLC0415
+
+    try:
+        return parse_extra_body(value)
+    except JudgeConfigError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def judge_extra_body_option(what: str, name: str = "judge_extra_body") -> Callable[[_F], _F]:
+    """``--judge-extra-body JSON``: provider options for every judge request (as ``name``)."""
+    return click.option(
+        "--judge-extra-body", name, metavar="JSON", callback=_parse_extra_body, help=what
+    )
 
 
 def limit_options(f: _F) -> _F:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from gradebox.cli.errors import exit_codes
-from gradebox.cli.options import isolation_option, sandbox_python_option
+from gradebox.cli.options import isolation_option, jobs_option, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 
 __all__ = ["worker"]
@@ -20,14 +20,7 @@ _PATH = click.Path(path_type=Path, dir_okay=False, exists=True)
 
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("address")
-@click.option(
-    "--jobs",
-    "-j",
-    type=click.IntRange(1, 256),
-    default=os.cpu_count() or 1,
-    show_default=True,
-    help="Sandbox slots: candidates this worker grades at once.",
-)
+@jobs_option("Sandbox slots: candidates this worker grades at once.")
 @isolation_option
 @sandbox_python_option
 @click.option("--name", help="The worker's name on the scheduler (default: host and pid).")
