@@ -128,6 +128,26 @@ class StaticStage:
             notes[k] = self._annotate(g, code, result)
         return notes
 
+    def check(self, candidates: list[Candidate]) -> list[StaticResult]:
+        """The tool layers over ``candidates``, one result each (:meth:`run`'s first half)."""
+        return self._check(candidates)
+
+    def annotate(self, g: Graded, result: StaticResult) -> Annotation:
+        """``g``'s annotation from its tool result and this process's own checks.
+
+        :meth:`run`'s second half, for an item with code; ``result`` is its entry
+        of :meth:`check`, which may have run in a batch of other stages' items.
+        """
+        if g.code is None:
+            return Annotation(None)
+        return self._annotate(g, g.code, result)
+
+    def candidate(self, g: Graded, scope: str = "") -> Candidate | None:
+        """What the tool layers check of ``g`` (``None``: no code); ``scope``: its cache scope."""
+        if g.code is None:
+            return None
+        return Candidate(g.code, g.fn, _signature(g), scope)
+
     def close(self) -> None:
         """Stop the warm tool workers, if any; safe to call twice."""
         if self._tools is not None:

@@ -3,10 +3,15 @@
 A row's ``static`` field is built by the CLI's own :class:`~gradebox.pipeline.static.StaticStage`
 (imports vs lockfile, metrics, diff size, policy, the same :class:`~gradebox.grade.StaticReport`),
 so the same code under the same policy and lockfile gives the same JSON through
-the API as through ``gradebox grade``. Only the tool layers (ruff, mypy, bandit)
-run differently: in warm :class:`static.batch.WarmTools` (mypy and bandit in
-long-lived worker processes), built once at start-up and shared as a small pool
-(``sessions`` of them: batches checked at once).
+the API as through ``gradebox grade``. It runs in **session processes**
+(``sessions`` of them, a :class:`pebble.ProcessPool` on ``forkserver``), each
+with warm :class:`static.batch.WarmTools` (mypy and bandit in long-lived worker
+processes of its own), never in the server's process: reading a large candidate
+(imports, metrics, the typed copy mypy checks) holds the GIL for seconds, and
+in the server's process one client's 128 KiB sample would stall every other
+client's grade meanwhile. A batch that outlives its time limit kills its
+session (pebble restarts it, warm again in a few seconds); the batch's samples
+get an infrastructure error on their ``static`` field.
 
 Samples arriving together are checked together (:class:`_Batcher`): ruff, mypy
 and bandit start once per batch instead of once per sample, which is what
@@ -35,19 +40,27 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import multiprocessing
+import os
+import queue
+import signal
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pebble import ProcessPool
+
+from gradebox.grade import TestsReport
 from gradebox.pipeline.core import Annotation, Graded
 from gradebox.pipeline.static import StaticStage
 from gradebox.pipeline.task_static import KEYS, LOCKFILE_NAMES, TaskStatic, allowing, task_static
 from gradebox.service.problems import Problem
-from static.batch import Candidate, StaticConfig, StaticResult, WarmTools
+from static.batch import Candidate, StaticConfig, StaticResult, WarmTools, check_tools
+from static.findings import ToolError
 from static.policy import DEFAULT_POLICY, Policy
 
 __all__ = ["BATCH_KEY", "LOCKFILE_NAMES", "StaticService", "TaskStatic", "check_task_static"]
@@ -56,6 +69,8 @@ BATCH_KEY: ContextVar[str] = ContextVar("gradebox_static_batch_key", default="")
 """Whose sample is being checked (the token id): only samples of one key share a batch."""
 MAX_BATCH = 16
 """Most samples checked in one batch."""
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
@@ -78,49 +93,45 @@ def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
     return dict(body)
 
 
-class _WarmStage(StaticStage):
-    """The CLI's static stage with the tool layers run by the pool's batcher."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Item:
+    """One sample's static check as a session process gets it (pickled)."""
 
-    def __init__(self, batcher: _Batcher, config: StaticConfig, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
-        self._batcher = batcher
-
-    def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
-        key = BATCH_KEY.get()
-        # The token's own cache scope: no token's check is sped up by another's entry.
-        scoped = [dataclasses.replace(c, scope=key) for c in candidates]
-        return self._batcher.check(key, scoped)
+    graded: Graded
+    policy: Policy
+    pins: Mapping[str, str] | None
 
 
 @dataclasses.dataclass(slots=True)
-class _Job:
-    """One candidate waiting for its result."""
+class _Job(Generic[T, R]):
+    """One sample waiting for its result."""
 
     key: str
-    candidate: Candidate
-    result: StaticResult | None = None
+    item: T
+    result: R | None = None
     error: BaseException | None = None
     done: bool = False
 
 
-class _Batcher:
-    """Warm tools shared by threads; samples of one key that wait together run as a batch.
+class _Batcher(Generic[T, R]):
+    """Sessions shared by threads; samples of one key that wait together run as a batch.
 
-    No thread of its own: a caller that finds a free set of tools checks the
-    oldest waiting sample's key, with up to :data:`MAX_BATCH` samples of that key,
-    and so on until its own samples are done; the others wait for it.
+    No thread of its own: a caller that finds a free session checks the oldest
+    waiting sample's key, with up to :data:`MAX_BATCH` samples of that key, and
+    so on until its own samples are done; the others wait for it. ``run(key,
+    items)`` checks one batch in a session (one result per item, in order).
     """
 
-    def __init__(self, tools: list[WarmTools]) -> None:
-        self._all = tools
-        self._free = list(tools)
-        self._waiting: deque[_Job] = deque()
+    def __init__(self, run: Callable[[str, list[T]], list[R]], sessions: int) -> None:
+        self._run = run
+        self._free = sessions
+        self._waiting: deque[_Job[T, R]] = deque()
         self._cond = threading.Condition()
         self.observe: Callable[[int], None] = lambda _size: None
         """Told each batch's size (the app's metrics)."""
 
-    def check(self, key: str, candidates: list[Candidate]) -> list[StaticResult]:
-        jobs = [_Job(key, c) for c in candidates]
+    def check(self, key: str, items: list[T]) -> list[R]:
+        jobs = [_Job[T, R](key, item) for item in items]
         with self._cond:
             self._waiting.extend(jobs)
             while not all(j.done for j in jobs):
@@ -135,7 +146,7 @@ class _Batcher:
 
     def _run_one_batch(self) -> None:
         """Check one batch (called holding the condition; released while checking)."""
-        tools = self._free.pop()
+        self._free -= 1
         key = self._waiting[0].key
         batch = [j for j in self._waiting if j.key == key][:MAX_BATCH]
         for job in batch:
@@ -143,26 +154,21 @@ class _Batcher:
         self._cond.release()
         try:
             self.observe(len(batch))
-            results = tools.check_batch([j.candidate for j in batch])
-            for job, result in zip(batch, results, strict=True):
+            for job, result in zip(batch, self._run(key, [j.item for j in batch]), strict=True):
                 job.result = result
         except BaseException as exc:  # every sample of the batch gets the error (infra)
             for job in batch:
                 job.error = exc
         finally:
             self._cond.acquire()
-            self._free.append(tools)
+            self._free += 1
             for job in batch:
                 job.done = True
             self._cond.notify_all()
 
-    def close(self) -> None:
-        for tools in self._all:
-            tools.close()
-
 
 class StaticService:
-    """Warm static sessions and the server's default policy and lockfile; thread-safe."""
+    """Warm static session processes and the server's default policy and lockfile; thread-safe."""
 
     def __init__(
         self,
@@ -171,16 +177,18 @@ class StaticService:
         cache_dir: Path | None = None,
         policy: Policy = DEFAULT_POLICY,
         pins: dict[str, str] | None = None,
+        start_timeout_s: float = 120.0,
     ) -> None:
-        """Start ``sessions`` warm sessions (each ~2.5 s, one mypy worker process).
+        """Start ``sessions`` session processes (each warms up in ~2.5 s) and wait for them.
 
         Args:
-            sessions: How many samples may be checked at once.
-            cache_dir: mypy's cache (each session keeps its own below it); ``None``
-                keeps it in each session's scratch directory.
+            sessions: How many batches may be checked at once.
+            cache_dir: mypy's cache (each session process keeps its own below it);
+                ``None`` keeps it in each session's scratch directory.
             policy: The server's policy (a task may replace it).
             pins: The server's lockfile pins; ``None`` lets the installed
                 environment stand in (as ``gradebox grade`` without ``--lockfile``).
+            start_timeout_s: How long the sessions may take to start.
 
         Raises:
             static.findings.ToolError: A tool is missing or did not start.
@@ -189,49 +197,138 @@ class StaticService:
         self.policy = policy
         self.pins = pins
         self.environment = importlib.metadata.packages_distributions()
-        folders = [
-            None if cache_dir is None else cache_dir / f"session-{i}"
-            for i in range(max(1, sessions))
-        ]
-        # Each set of tools warms mypy for a few seconds: start them side by side.
-        with ThreadPoolExecutor(len(folders), thread_name_prefix="gradebox-static-start") as ex:
-            futures = [
-                ex.submit(_warm_tools, dataclasses.replace(self.config, cache_dir=folder))
-                for folder in folders
-            ]
-        started = [f.result() for f in futures if f.exception() is None]
-        failed = next((f.exception() for f in futures if f.exception() is not None), None)
-        if failed is not None:
-            for tools in started:
-                tools.close()
-            raise failed
-        self._batcher = _Batcher(started)
+        check_tools(self.config)  # a missing tool fails here, not in every session
+        count = max(1, sessions)
+        context = multiprocessing.get_context("forkserver")
+        ready = context.Queue()
+        self._pool: ProcessPool | None = ProcessPool(
+            max_workers=count, initializer=_start_session, initargs=(self.config, ready),
+            context=context,
+        )  # fmt: skip
+        try:
+            if not self._pool.active:  # reading ``active`` starts the workers
+                raise ToolError("the static sessions did not start")
+            deadline = time.monotonic() + start_timeout_s
+            for _ in range(count):
+                try:
+                    failed = ready.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise ToolError(
+                        f"the static sessions did not start within {start_timeout_s} s"
+                    ) from None
+                if failed:
+                    raise ToolError(f"a static session did not start: {failed}")
+        except BaseException:
+            self.close()
+            raise
+        self._batcher: _Batcher[_Item, Annotation] = _Batcher(self._in_session, count)
+
+    def _in_session(self, key: str, items: list[_Item]) -> list[Annotation]:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("the static sessions are closed")
+        # A batch's tools each have config.timeout_s; a session past twice that (and a
+        # restart's warm-up) is stuck: pebble kills it, and starts a fresh one.
+        timeout = 2 * self.config.timeout_s + 30
+        result: list[Annotation] = pool.schedule(
+            _check_in_session, args=(key, items), timeout=timeout
+        ).result()
+        return result
 
     def stage(self, settings: Mapping[str, Any]) -> StaticStage:
         """The static stage for a task's stored settings (cheap; cache it per revision)."""
         task = task_static(settings)
         policy = allowing(task.policy or self.policy, task.allow_rules)
         pins = task.pins if task.pins is not None else self.pins
-        return _WarmStage(
-            self._batcher, self.config, policy=policy, pins=pins, environment=self.environment
-        )
+        return StaticStage(self.config, policy=policy, pins=pins, environment=self.environment)
 
-    @staticmethod
-    def annotate(stage: StaticStage, graded: Graded) -> Annotation:
-        """The sample's static annotation, exactly as the CLI's stage makes it."""
+    def annotate(self, stage: StaticStage, graded: Graded) -> Annotation:
+        """The sample's static annotation, exactly as the CLI's stage makes it, in a session.
+
+        The token id (:data:`BATCH_KEY`) picks the batch and is the sample's cache scope.
+        """
+        if graded.code is None:
+            return Annotation(None)
+        item = _Item(_lean(graded), stage.policy, stage.pins)
         try:
-            return stage.run([graded])[0]
+            return self._batcher.check(BATCH_KEY.get(), [item])[0]
         except Exception as exc:  # as the pipeline does: an infra error on the row
             message = f"static stage error: {type(exc).__name__}"
             return stage.crashed([graded], message)[0]
 
     def observe_batches(self, observe: Callable[[int], None]) -> None:
         """Tell ``observe`` the size of every batch checked from now on."""
-        self._batcher.observe = observe
+        if hasattr(self, "_batcher"):
+            self._batcher.observe = observe
 
     def close(self) -> None:
-        """Stop every worker of the tools."""
-        self._batcher.close()
+        """Stop the session processes (and so their tools' workers); idempotent."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()  # type: ignore[no-untyped-call]  # pebble leaves it untyped
+            pool.join()
+
+
+def _lean(graded: Graded) -> Graded:
+    """What a session needs of a sample (no test report: less to pickle)."""
+    return dataclasses.replace(graded, tests=_NO_TESTS)
+
+
+_NO_TESTS = TestsReport(outcomes=(), gate=None, claim="none", latency_ms=0.0)
+
+
+# ------------------------------------------------------------- in a session process
+
+_SESSION: dict[str, Any] = {}
+"""This session process's tools and environment (set by :func:`_start_session`)."""
+
+
+def _start_session(config: StaticConfig, ready: Any) -> None:
+    """Initializer of a session process: warm tools of its own, then say so on ``ready``."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # nothing to clean: its tools follow it
+    if config.cache_dir is not None:  # each session its own mypy cache (one writer each)
+        config = dataclasses.replace(config, cache_dir=config.cache_dir / f"session-{os.getpid()}")
+    try:
+        _SESSION["tools"] = _warm_tools(config)
+        _SESSION["environment"] = importlib.metadata.packages_distributions()
+        _SESSION["config"] = config
+    except Exception as exc:
+        ready.put(f"{type(exc).__name__}: {str(exc)[:300]}")
+        raise
+    ready.put("")
+
+
+def _check_in_session(key: str, items: list[_Item]) -> list[Annotation]:
+    """One batch: the tool layers once over every item, then each item's own checks."""
+    tools: WarmTools = _SESSION["tools"]
+    stages = [
+        _SessionStage(tools, _SESSION["config"], policy=i.policy, pins=i.pins,
+                      environment=_SESSION["environment"])
+        for i in items
+    ]  # fmt: skip
+    candidates = [s.candidate(i.graded, key) for s, i in zip(stages, items, strict=True)]
+    results = stages[0].check([c for c in candidates if c is not None])
+    found = iter(results)
+    return [
+        s.annotate(i.graded, next(found)) if c is not None else Annotation(None)
+        for s, i, c in zip(stages, items, candidates, strict=True)
+    ]
+
+
+class _SessionStage(StaticStage):
+    """The CLI's stage with this session's warm tools (never closes them)."""
+
+    def __init__(self, tools: WarmTools, config: StaticConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self._warm = tools
+
+    def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
+        try:
+            return self._warm.check_batch(candidates)
+        except Exception:  # a bug a sample triggered: find it rather than fail the batch
+            if len(candidates) == 1:
+                raise
+        return [self._check_alone(candidate) for candidate in candidates]
 
 
 _WARMUP = Candidate(code="def warm(n: int) -> int:\n    return n\n", fn="warm")

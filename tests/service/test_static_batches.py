@@ -49,7 +49,7 @@ def recording():
 
 
 def test_batches_form_and_never_mix_tokens(recording):
-    batcher = _Batcher([recording])
+    batcher = _Batcher(lambda _key, c: recording.check_batch(c), 1)
     recording.batches.clear()
     recording.gate.clear()  # hold the first batch so that the rest wait together
     jobs = [(owner, candidate(owner, i)) for i in range(6) for owner in ("alice", "bob")]
@@ -75,10 +75,10 @@ def test_a_tool_error_reaches_every_caller_of_its_batch_only(recording):
         def close(self) -> None:
             pass
 
-    batcher = _Batcher([Broken()])
+    batcher = _Batcher(lambda _key, c: Broken().check_batch(c), 1)
     with pytest.raises(RuntimeError, match="tool died"):
         batcher.check("alice", [candidate("alice", 0)])
-    batcher = _Batcher([recording])  # a working set afterwards is unaffected
+    batcher = _Batcher(lambda _key, c: recording.check_batch(c), 1)  # a working one is fine
     assert batcher.check("alice", [candidate("alice", 1)])[0].findings
 
 
