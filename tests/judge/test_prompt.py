@@ -49,7 +49,8 @@ def sent(server) -> tuple[str, str, str]:
 
 def test_item_has_no_field_for_hidden_cases_results_or_prose():
     names = {f.name for f in dataclasses.fields(JudgeItem)}
-    assert names == {"sample_id", "fn", "spec", "signature", "code", "rubric_name"}
+    # cache_scope only separates cache entries (the service's token id): never sent.
+    assert names == {"sample_id", "fn", "spec", "signature", "code", "rubric_name", "cache_scope"}
     with pytest.raises(TypeError):
         JudgeItem("s", "f", "spec", "sig", "code", hidden=HIDDEN)  # type: ignore[call-arg]
 
@@ -61,7 +62,10 @@ def test_only_public_data_reaches_the_endpoint(server, make_judge):
         "signature": "def is_even(n: int) -> bool",
         "examples": [{"args": [2], "expect": "PUBLIC-EXAMPLE-5d1e"}],
     }
-    item = JudgeItem("even-good", public["fn"], public["spec"], public["signature"], CODE)
+    item = JudgeItem(
+        "even-good", public["fn"], public["spec"], public["signature"], CODE,
+        cache_scope="TOKEN-ID-3b7e",
+    )  # fmt: skip
     make_judge().judge_one(item)
     raw, _, user = sent(server)
 
@@ -73,6 +77,7 @@ def test_only_public_data_reaches_the_endpoint(server, make_judge):
     assert "PUBLIC-EXAMPLE-5d1e" not in raw  # not even public examples: spec + signature only
     assert "constant-time" not in raw and "verified against all tests" not in raw
     assert "even-good" not in raw  # not even the sample id
+    assert "TOKEN-ID-3b7e" not in raw  # nor whose cache scope it is
 
 
 def test_system_prompt_says_the_code_is_data(server, make_judge, item):
