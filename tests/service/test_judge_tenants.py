@@ -103,8 +103,8 @@ async def test_a_flood_of_deferred_judgements_does_not_delay_another_token(
         victim = await _settled(svc, svc.other, row["grade_id"])
         assert victim["judge"]["status"] == "scored"
         # Round-robin: the victim's is the next judgement taken (one of the flood may
-        # already be on its way to the endpoint), not the twelfth.
-        assert _position(endpoint, "victim") <= asked_before + 1, endpoint.raw
+        # already be taken, another on its way to the endpoint), not the twelfth.
+        assert _position(endpoint, "victim") <= asked_before + 2, endpoint.raw
         for f in flood:  # the flood is still judged, only in turns
             assert (await _settled(svc, svc.grader, f["grade_id"]))["judge"]["status"] == "scored"
 
@@ -118,7 +118,7 @@ async def test_a_waiting_grade_goes_before_every_deferred_judgement(kit, one_at_
         asked_before = len(endpoint.raw)
         row = await _grade(svc, svc.other, _code("waiting"), "wait")
         assert row["judge"]["status"] == "scored"
-        assert _position(endpoint, "waiting") <= asked_before + 1, endpoint.raw
+        assert _position(endpoint, "waiting") <= asked_before + 2, endpoint.raw
 
 
 async def test_one_token_cannot_fill_the_backlog_for_everyone(kit, one_at_a_time, endpoint):
