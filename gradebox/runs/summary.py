@@ -149,7 +149,7 @@ def _for_figures(r: dict[str, Any]) -> dict[str, Any]:
     judge = {k: r["judge"][k] for k in _FIGURE_FIELDS if k in r["judge"]}
     if isinstance(judge.get("scores"), dict):
         judge["scores"] = dict.fromkeys(judge["scores"])  # the flip figures read criteria ids
-    return {"id": r["id"], "outcomes": ["ok"] if passed else [], "judge": judge}
+    return {"id": r.get("id"), "outcomes": ["ok"] if passed else [], "judge": judge}
 
 
 def format_summary(s: dict[str, Any], *, seconds: float, backend: str) -> str:
