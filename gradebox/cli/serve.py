@@ -297,9 +297,12 @@ def serve(**o: Any) -> None:
     suggestion was accepted; GET /v1/stats gives acceptance rates by verdict,
     judge verdict and static effect with Wilson 95% intervals. Admins manage
     tokens at /v1/tokens (expiry, task scope) or with `gradebox token`; a
-    revoked or expired token fails on its next request. A run is graded against
-    the task revisions of its submission. Logs are JSON lines with a request id
-    (sent back as X-Request-ID).
+    revoked or expired token fails on its next request, and its queued runs,
+    gates and deferred judgements stop. A run is graded against the task and
+    rubric revisions of its submission. Tokens share the layers, not their
+    queues or caches: runs, gates and deferred judgements take turns between
+    tokens, and each token has its own judge and mypy cache scope. Logs are
+    JSON lines with a request id (sent back as X-Request-ID).
 
     What a grader token sees of a task's hidden cases is the task's disclosure,
     set by the admin in PUT /v1/tasks/{fn}: "cases" (per-case outcomes), "counts"

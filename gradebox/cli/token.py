@@ -161,7 +161,9 @@ def revoke(token_id: str, db: Path) -> None:
     """Revoke a token by its id (the part after ``gbx_``): its next request is a 401.
 
     Exit 2 when no such token exists. A running server sees the change at once:
-    every request reads the token from the database.
+    every request reads the token from the database, and within a second its
+    queued runs are cancelled ("token revoked"; samples in flight finish), its
+    queued gates are not run, and its deferred judgements are not made.
 
     \b
     Example:
