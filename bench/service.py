@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -99,6 +100,11 @@ def _judge_endpoint(latency: float) -> tuple[ThreadingHTTPServer, list[int]]:
 
         def log_message(self, *args: object) -> None:
             pass
+
+        def handle(self) -> None:
+            # The server stopped while a judgement was in flight: nobody to answer.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                super().handle()
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
