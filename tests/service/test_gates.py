@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -273,3 +274,57 @@ def test_post_gates_end_to_end_on_a_real_uvicorn(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+# ------------------------------------------------ one token's gates never hold up another's
+
+
+async def _queue(client, body, headers, *names: str) -> list[str]:
+    """Queue one gate per name; their ids."""
+    ids = []
+    for name in names:
+        r = await client.post("/v1/gates", json={**body, "id": name}, headers=headers)
+        assert r.status_code == 202, r.text
+        ids.append(r.json()["id"])
+    return ids
+
+
+async def test_another_tokens_gate_is_next_not_behind_a_whole_queue(tmp_path, env_cache):
+    # The attack: queue as many gates as a token may (each takes seconds); another
+    # token's gate, queued just after, used to wait for all of them (first come, first
+    # served). The order gates ran in is read from the gates table (real SQLite).
+    repo = make_repo(tmp_path / "calc")
+    body = {"repo": "calc", "base": "main", "patch": repo.patch(fix_mean), "fail_to_pass": [*F2P]}
+    async with service(tmp_path, env_cache) as (client, admin, flooder, victim):
+        r = await client.put("/v1/repos/calc", json={"path": str(repo.path)}, headers=admin)
+        assert r.status_code == 200, r.text
+        flood = await _queue(client, body, flooder, "flood-0", "flood-1", "flood-2")
+        (mine,) = await _queue(client, body, victim, "victim")
+        for gate_id in flood:
+            await wait_gate(client, gate_id, flooder)
+        await wait_gate(client, mine, victim)
+    with sqlite3.connect(tmp_path / "svc.sqlite") as con:
+        order = [gid for (gid,) in con.execute("SELECT id FROM gates ORDER BY finished")]
+    # The flood's first gate was already running; the victim's went next, not fourth.
+    assert order == [flood[0], mine, flood[1], flood[2]], order
+
+
+async def test_a_revoked_tokens_queued_gates_are_not_run(tmp_path, env_cache):
+    repo = make_repo(tmp_path / "calc")
+    body = {"repo": "calc", "base": "main", "patch": repo.patch(fix_mean), "fail_to_pass": [*F2P]}
+    async with service(tmp_path, env_cache) as (client, admin, revoked, other):
+        r = await client.put("/v1/repos/calc", json={"path": str(repo.path)}, headers=admin)
+        assert r.status_code == 200, r.text
+        await _queue(client, body, revoked, "queued-0", "queued-1", "queued-2")
+        token_id = revoked["Authorization"].split("_")[1]
+        r = await client.delete(f"/v1/tokens/{token_id}", headers=admin)
+        assert r.status_code == 200, r.text
+        (after,) = await _queue(client, body, other, "after")
+        assert (await wait_gate(client, after, other))["row"]["verdict"] == "pass"
+    with sqlite3.connect(tmp_path / "svc.sqlite") as con:
+        rows = [json.loads(row) for (row,) in con.execute(
+            "SELECT row FROM gates WHERE owner = ?", (token_id,))]  # fmt: skip
+    # At most the one already running when the token went was run; the rest never were.
+    not_run = [r for r in rows if r["reason"] == "not_run"]
+    assert len(not_run) >= 2, rows
+    assert all(r["verdict"] == "needs_review" and r.get("tests") is None for r in not_run)
