@@ -24,6 +24,9 @@ HEAVY = ("jsonschema", "gradebox.pipeline", "static", "judge", "openai", "httpx"
 LATER_LAYERS = (
     "gradebox.pipeline.static",
     "gradebox.pipeline.judge",
+    "gradebox.pipeline.task_static",
+    "static.lockfiles",
+    "packaging",
     "static.batch",
     "static.tools",
     "judge",
