@@ -142,8 +142,8 @@ class RunOutput:
         """
         self.config = config
         self.run = RunDir(config.run_dir) if config.run_dir is not None else None
-        self.prints = prints or {}
-        self.hashes = {sid: combine(parts) for sid, parts in self.prints.items()}
+        self.prints: Mapping[str, Mapping[str, str]] = prints or {}
+        self.hashes = _InputHashes(self.prints)
         self.plan = Plan(todo=[], kept={})
         self._written: Path | None = None
         self._spool: tempfile.TemporaryDirectory[str] | None = None
@@ -291,3 +291,23 @@ class RunOutput:
     def grades(self) -> Iterator[Grade]:
         """:meth:`rows` as typed grades; a row that does not read back is a bug, loud here."""
         return (Grade.from_row(r) for r in self.rows())
+
+
+class _InputHashes(Mapping[str, str]):
+    """Each sample's input hash (:func:`~gradebox.runs.fingerprint.combine`), computed when asked.
+
+    Not a dict of every sample's hash: that was 64 characters a sample held for the
+    whole run (~15 MB at 100,000 samples).
+    """
+
+    def __init__(self, prints: Mapping[str, Mapping[str, str]]) -> None:
+        self._prints = prints
+
+    def __getitem__(self, sample_id: str) -> str:
+        return combine(self._prints[sample_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._prints)
+
+    def __len__(self) -> int:
+        return len(self._prints)
