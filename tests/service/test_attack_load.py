@@ -10,7 +10,6 @@ floor, never against a fixed figure alone.
 from __future__ import annotations
 
 import json
-import socket
 import statistics
 import threading
 import time
@@ -20,6 +19,7 @@ import anyio
 import httpx
 import pytest
 import uvicorn
+from ports import free_port
 
 from gradebox.pipeline.gate import gate
 from gradebox.service import ServiceConfig, Store, create_app, create_token
@@ -181,19 +181,13 @@ async def test_slowloris_body_gets_408_and_holds_no_slot(kit):
         assert spent < 3.0, spent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_slowloris_on_a_real_socket(sandbox, tmp_path):
     db = tmp_path / "svc.sqlite"
     store = Store(db)
     admin, grader = create_token(store, "admin"), create_token(store, "grader")
     store.close()
     config = ServiceConfig(db=db, body_timeout_s=1.0, per_token_concurrency=1)
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(config, sandbox=sandbox), port=port, log_level="warning")
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,18 +16,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 from gradebox.service import Store, create_token
 
 SLOW = "import time\ndef is_even(n):\n    time.sleep(0.2)\n    return n % 2 == 0\n"
 N = 24
 SECRET = "SECRET-HIDDEN-e2e-4b7d"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 _STARTED: list[subprocess.Popen[bytes]] = []

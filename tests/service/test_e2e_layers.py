@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 KEY = "sk-canary-KEY-e2e-layers-5a1c"
 SECRET_ARG = "SECRET-ARG-e2e-91ab"
@@ -42,15 +42,9 @@ TASK = {
 }
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path, endpoint):
-    port, log = _port(), tmp_path / "server.log"
+    port, log = free_port(), tmp_path / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADEBOX_", "OPENAI_"))}
     env |= {
         "GRADEBOX_JUDGE_BASE_URL": endpoint.base_url,

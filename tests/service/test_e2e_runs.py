@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from ports import free_port
 
 from gradebox.service import Store, create_token
 
@@ -33,15 +33,9 @@ TASK = {"public": {"spec": "Return x plus one."}, "hidden": [{"args": [1], "expe
 GRADEBOX = str(Path(sys.executable).parent / "gradebox")
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path, endpoint):
-    port, db, log = _port(), tmp_path / "svc.sqlite", tmp_path / "server.log"
+    port, db, log = free_port(), tmp_path / "svc.sqlite", tmp_path / "server.log"
     argv = [
         sys.executable, "-m", "gradebox.service", "serve", "--db", str(db),
         "--port", str(port), "--workers", "2", "--admin-token", "--static-sessions", "0",

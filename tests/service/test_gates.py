@@ -8,7 +8,6 @@ patches are the patch gate's own (real git).
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from ports import free_port
 
 from gradebox.patches import GateConfig
 from gradebox.service import ServiceConfig, Store, create_app, create_token
@@ -211,16 +211,10 @@ async def test_a_token_has_a_bounded_number_of_unfinished_gates(tmp_path, env_ca
         assert codes[:10] == [202] * 10 and codes[10] == 429
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_post_gates_end_to_end_on_a_real_uvicorn(tmp_path):
     repo = make_repo(tmp_path / "calc")
     fix = repo.patch(fix_mean)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     out = tmp_path / "serve.out"
     argv = [

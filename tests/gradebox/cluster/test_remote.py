@@ -11,7 +11,6 @@ import json
 import os
 import pickle
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -19,6 +18,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
+from ports import free_port
 
 from gradebox.cluster.address import parse_scheduler
 from gradebox.cluster.coordinator import ClusterOptions, ClusterUnavailable, open_cluster
@@ -209,12 +209,6 @@ def test_a_coordinator_killed_mid_run_resumes_from_its_run_dir(cluster, tmp_path
     assert all(r["verdict"] == "pass" for r in final)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _gradebox(*args: str) -> str:
     res = subprocess.run(
         [GRADEBOX, *args], capture_output=True, text=True, timeout=60, env=clean_env(), check=True
@@ -223,7 +217,7 @@ def _gradebox(*args: str) -> str:
 
 
 def test_serve_grades_on_the_cluster_with_sqlite_as_its_queue(cluster, tmp_path):
-    db, port = tmp_path / "gradebox.sqlite", _free_port()
+    db, port = tmp_path / "gradebox.sqlite", free_port()
     admin = _gradebox("token", "create", "--role", "admin", "--db", str(db)).strip()
     grader = _gradebox("token", "create", "--role", "grader", "--db", str(db)).strip()
     before = _batches(cluster)
