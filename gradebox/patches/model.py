@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, get_args
 
 from gradebox.grade import Json
-from gradebox.patches.apply import ApplyStrategy
+from gradebox.patches.applier import ApplyStrategy
 from gradebox.patches.tamper import TamperHit
 from gradebox.verdict import VerdictName
 from static.differential import FilterMode, State, Tagged
@@ -59,6 +59,7 @@ GateReason = Literal[
     "tests_unreliable",
     "fail_to_pass",
     "pass_to_pass",
+    "new_tests",
     "policy:static",
     "tamper_risk",
     "static_unavailable",
@@ -110,6 +111,10 @@ class GateSpec:
     """Protected globs (``None``: the defaults)."""
     where: str = ""
     """Where the spec came from (``gates.jsonl:3``), for messages."""
+    rules: tuple[tuple[str, str], ...] = ()
+    """Where each rule was read from: ``(rule, source)`` pairs, e.g. ``("static_policy",
+    "base:<commit>:.gradebox/policy.toml")``, ``("fail_to_pass", "workflow")``; the gate adds
+    ``("pytest_config", "base:<commit>:<file>")`` and ``("protect", ...)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +133,10 @@ class ApplyReport:
     """Test files the candidate touched, put back from base before the test patch."""
     test_patch: Literal["none", "applied", "failed"] = "none"
     """Whether hidden tests were applied after the candidate."""
+    protected_lines: tuple[str, ...] = ()
+    """Where the patch changes protected content: ``path:line what`` (at most 20)."""
+    added_tests: tuple[str, ...] = ()
+    """Test files the patch adds or extends with new tests only (run at head, reported)."""
 
     def to_json(self) -> dict[str, Json]:
         """The row's ``apply`` object."""
@@ -138,6 +147,8 @@ class ApplyReport:
             "stripped": list(self.stripped),
             "restored": list(self.restored),
             "test_patch": self.test_patch,
+            "protected_lines": list(self.protected_lines),
+            "added_tests": list(self.added_tests),
         }
 
 
@@ -167,6 +178,12 @@ class TestsPart:
     """Tests the head's separate collection listed."""
     pass_to_pass_auto: bool
     """PASS_TO_PASS was derived from the base runs."""
+    added: dict[str, Category] = field(default_factory=dict)
+    """Tests the patch adds (new files, new test functions), run at head: never deciding
+    FAIL_TO_PASS or PASS_TO_PASS unless named there, reported beside them."""
+    tripwires: Literal["ok", "tripped", "unavailable"] = "unavailable"
+    """Tripwire tests (hidden, generated per gate; some must fail) behaved as planted at base
+    and head (``ok``), did not (``tripped``: the outcomes cannot be believed), or none ran."""
 
     @property
     def not_run(self) -> tuple[str, ...]:
@@ -180,6 +197,8 @@ class TestsPart:
             "fail_to_pass": dict(self.fail_to_pass),
             "pass_to_pass": dict(self.pass_to_pass),
             "pass_to_pass_auto": self.pass_to_pass_auto,
+            "added": dict(self.added),
+            "tripwires": self.tripwires,
             "by_category": {
                 c: list(ids[:MAX_LISTED]) for c, ids in self.by_category.items() if ids
             },
@@ -305,6 +324,8 @@ class GateRow:
     """The repository gated (a local path)."""
     judge: JudgeResult | None = None
     """The judge's annotation of the diff against the intent (never decides the verdict)."""
+    rules: tuple[tuple[str, str], ...] = ()
+    """Where each rule of this gate was read from (see :attr:`GateSpec.rules`)."""
 
     @property
     def resolved(self) -> bool:
@@ -315,7 +336,7 @@ class GateRow:
         the tests is never resolved (its tests never ran).
         """
         t = self.tests
-        if t is None or t.head_problems or t.head_timed_out:
+        if t is None or t.head_problems or t.head_timed_out or t.tripwires == "tripped":
             return False
         f2p_ok = all(c in ("F2P", "P2P", "S2P", "N2P") for c in t.fail_to_pass.values())
         return f2p_ok and all(c == "P2P" for c in t.pass_to_pass.values())
@@ -346,4 +367,5 @@ class GateRow:
             "infra_error": None if self.infra_error is None else self.infra_error[:500],
             "judge": None if self.judge is None else self.judge.to_row(),
             "timing": dict(self.timing),
+            "rules": dict(self.rules),
         }

@@ -8,8 +8,20 @@ under a ``tests``/``test`` directory, test modules (``test_*.py``,
 ``.pytest.ini``, ``pytest.toml``), ``tox.ini``, ``setup.cfg``, ``.github/**``,
 interpreter start-up hooks (``sitecustomize.py``, ``usercustomize.py``,
 ``*.pth``: they run before pytest does, on the ``PYTHONPATH`` the tests get),
-and the pytest section of ``pyproject.toml`` (``[tool.pytest...]``; a hunk
-elsewhere in that file is allowed).
+start-up hooks shaped as packages, ``*.egg-info``/``*.dist-info`` metadata,
+and the pytest configuration of ``pyproject.toml`` (its ``tool.pytest`` table,
+compared parsed at base and head, so dotted keys count; other changes to that
+file are allowed).
+
+Decisions are made on the trees before and after the patch
+(:func:`protection`), never on the diff's text. Adding tests is the normal
+case and is not a touch: a new test module (``test_*.py``, ``*_test.py``), or
+an existing one whose every base statement is kept unchanged while new test
+functions, classes or methods are added. Those run in a separate run at head
+and are reported; the deciding run sees the test files as they are at base
+(plus the hidden test patch). Any other change to a protected path (an edited
+or deleted test, a conftest, an ini file, a start-up hook) is a touch, with its
+lines.
 
 :func:`readonly_paths` lists what of a tree the same patterns cover, so the
 sandbox can mount it read-only: code running in the tests cannot rewrite them.
@@ -23,18 +35,25 @@ written here: the standard library's ``fnmatch`` lets ``*`` cross ``/`` and
 
 from __future__ import annotations
 
+import ast
 import os
 import re
-from collections.abc import Callable, Sequence
+import tomllib
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
-from gradebox.patches.diff import FileChange, ParsedPatch
+from gradebox.patches.diff import FileChange
+from gradebox.patches.tree import Entry, Tree
 
 __all__ = [
     "DEFAULT_PROTECT",
     "PYPROJECT_PYTEST",
+    "Protection",
     "glob_matches",
-    "protected_paths",
+    "is_test_module",
+    "protection",
     "readonly_paths",
 ]
 
@@ -56,7 +75,12 @@ DEFAULT_PROTECT: tuple[str, ...] = (
     ".github/**",
     "**/sitecustomize.py",
     "**/usercustomize.py",
+    "**/sitecustomize/**",
+    "**/usercustomize/**",
     "**/*.pth",
+    "**/*.egg-info/**",
+    "**/*.dist-info/**",
+    "**/*.egg-link",
     PYPROJECT_PYTEST,
 )
 """What a patch may not touch unless the gate says otherwise (``protect`` / ``--protect``)."""
@@ -84,29 +108,184 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(out)
 
 
-def protected_paths(
-    patch: ParsedPatch, patterns: Sequence[str], base_text: Callable[[str], str | None]
-) -> tuple[str, ...]:
-    """The paths of ``patch`` that touch a protected pattern, in patch order.
+@dataclass(frozen=True, slots=True)
+class Protection:
+    """What a patch does to protected paths, decided on the trees before and after it."""
+
+    touched: tuple[str, ...]
+    """Protected paths it changes in a way that is not only new tests."""
+    added_tests: tuple[str, ...]
+    """Test modules it adds, or extends with new tests only (run at head, reported)."""
+    new_test_ids: tuple[str, ...]
+    """Node ids (prefixes) of the tests it adds: whole new files, new functions and classes."""
+    lines: tuple[str, ...]
+    """``path:line what`` for each touched path (at most 20 in all)."""
+
+
+def protection(
+    changes: Sequence[FileChange], before: Tree, after: Tree, patterns: Sequence[str]
+) -> Protection:
+    """Classify a patch's protected changes (see the module docstring).
 
     Args:
-        patch: The candidate's patch.
+        changes: The changes between ``before`` and ``after`` (:func:`tree_changes`).
+        before: The tree at base.
+        after: The tree with the patch applied.
         patterns: Globs, and :data:`PYPROJECT_PYTEST` for the pytest section.
-        base_text: The file's text at the base revision (``None`` when absent).
-
-    Returns:
-        Each offending path once.
     """
-    hits: list[str] = []
-    for change in patch.files:
-        for path in dict.fromkeys([change.path, change.old_path or change.path]):
-            if any(glob_matches(p, path) for p in patterns if p != PYPROJECT_PYTEST) or (
-                PYPROJECT_PYTEST in patterns
-                and path == "pyproject.toml"
-                and _touches_pytest_section(change, base_text(path))
-            ):
-                hits.append(path)
-    return tuple(dict.fromkeys(hits))
+    touched: list[str] = []
+    added: list[str] = []
+    ids: list[str] = []
+    lines: list[str] = []
+    for change in changes:
+        path = change.path
+        if path == "pyproject.toml" and PYPROJECT_PYTEST in patterns:
+            if _pytest_config(before.get(path)) != _pytest_config(after.get(path)):
+                touched.append(path)
+                lines += _lines(change)
+            continue
+        if not any(glob_matches(p, path) for p in patterns if p != PYPROJECT_PYTEST):
+            continue
+        new_ids = _only_new_tests(path, before.get(path), after.get(path))
+        if new_ids is None:
+            touched.append(path)
+            lines += _lines(change)
+        elif new_ids:
+            added.append(path)
+            ids += new_ids
+    return Protection(tuple(touched), tuple(added), tuple(ids), tuple(lines[:20]))
+
+
+def is_test_module(path: str) -> bool:
+    """``test_*.py`` or ``*_test.py`` (pytest's default module names), never a conftest."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _lines(change: FileChange) -> list[str]:
+    out = [f"{change.path}:{n} removed or changed" for n in sorted(change.removed_lines)[:5]]
+    out += [f"{change.path}:{n} added" for n in sorted(change.added_lines)[:5]]
+    return out or [f"{change.path}:1 {change.kind}"]
+
+
+def _only_new_tests(path: str, old: Entry | None, new: Entry | None) -> list[str] | None:
+    """The node ids a test module's change adds, or ``None`` when it does more than add tests.
+
+    A new test module (a plain file) adds itself. A changed one must keep every
+    top-level statement of base, in order and unchanged (compared as syntax
+    trees), or extend a class with new methods only; what it adds beside them
+    runs only in the separate run of new tests.
+    """
+    if new is None or new.is_link or not is_test_module(path) or (old is not None and old.is_link):
+        return None
+    head = _parse(new.data)
+    if head is None:
+        return None
+    if old is None:
+        return [path]
+    base = _parse(old.data)
+    if base is None:
+        return None
+    return _added_defs(path, base.body, head.body)
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _added_defs(path: str, base: list[ast.stmt], head: list[ast.stmt]) -> list[str] | None:
+    ids: list[str] = []
+    i = 0
+    for stmt in base:
+        want = ast.dump(stmt)
+        while i < len(head) and ast.dump(head[i]) != want and not _extends(stmt, head[i]):
+            ids += _new_ids(path, head[i])
+            i += 1
+        if i == len(head):
+            return None
+        if isinstance(stmt, ast.ClassDef) and ast.dump(head[i]) != want:
+            ids += _new_methods(path, stmt, head[i])  # type: ignore[arg-type]  # _extends
+        i += 1
+    for extra in head[i:]:
+        ids += _new_ids(path, extra)
+    if _bound(base) & _bound(_extra(base, head)):
+        return None  # a new definition that rebinds an old name changes an old test
+    return ids
+
+
+def _extra(base: list[ast.stmt], head: list[ast.stmt]) -> list[ast.stmt]:
+    dumps = {ast.dump(s) for s in base}
+    return [s for s in head if ast.dump(s) not in dumps and not isinstance(s, ast.ClassDef)]
+
+
+def _bound(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(s.name)
+    return out
+
+
+def _extends(old: ast.stmt, new: ast.stmt) -> bool:
+    """``new`` is class ``old`` with methods added only."""
+    if not (isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef)):
+        return False
+    if old.name != new.name or [ast.dump(x) for x in (*old.bases, *old.decorator_list)] != [
+        ast.dump(x) for x in (*new.bases, *new.decorator_list)
+    ]:
+        return False
+    kept = [ast.dump(s) for s in new.body]
+    pos = 0
+    for s in old.body:
+        d = ast.dump(s)
+        while pos < len(kept) and kept[pos] != d:
+            pos += 1
+        if pos == len(kept):
+            return False
+        pos += 1
+    old_dumps = {ast.dump(s) for s in old.body}
+    names = {s.name for s in old.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return all(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name not in names
+        for s in new.body
+        if ast.dump(s) not in old_dumps
+    )
+
+
+def _new_ids(path: str, stmt: ast.stmt) -> list[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name.startswith("test"):
+        return [f"{path}::{stmt.name}"]
+    if isinstance(stmt, ast.ClassDef) and stmt.name.startswith("Test"):
+        return [f"{path}::{stmt.name}"]
+    return []
+
+
+def _new_methods(path: str, old: ast.ClassDef, new: ast.ClassDef) -> list[str]:
+    dumps = {ast.dump(s) for s in old.body}
+    return [
+        f"{path}::{new.name}::{s.name}"
+        for s in new.body
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and ast.dump(s) not in dumps
+        and s.name.startswith("test")
+    ]
+
+
+def _pytest_config(entry: Entry | None) -> object:
+    """The ``tool.pytest`` table of a pyproject.toml (the raw bytes when it does not parse)."""
+    if entry is None:
+        return None
+    try:
+        data = tomllib.loads(entry.data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return entry.data
+    tool = data.get("tool")
+    return tool.get("pytest") if isinstance(tool, dict) else None
 
 
 def readonly_paths(tree: str, patterns: Sequence[str], limit: int = 1000) -> list[str]:
@@ -137,50 +316,3 @@ def readonly_paths(tree: str, patterns: Sequence[str], limit: int = 1000) -> lis
         if len(out) >= limit:
             break
     return sorted(dict.fromkeys(out))[:limit]
-
-
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")
-
-
-def _touches_pytest_section(change: FileChange, base: str | None) -> bool:
-    if change.kind != "modified" or base is None:
-        return True  # a pyproject.toml created, deleted or renamed: all of it is new
-    sections = _sections_by_line(base)
-    for old_line, line in _changed_lines(change.text):
-        header = _section(line[1:]) or ""
-        if "pytest" in header or "pytest" in sections.get(old_line, ""):
-            return True
-    return False
-
-
-def _changed_lines(text: str) -> list[tuple[int, str]]:
-    """Each ``+``/``-`` line with the old-file line it replaces or follows."""
-    out: list[tuple[int, str]] = []
-    old = 0
-    for line in text.splitlines():
-        m = _HUNK.match(line)
-        if m:
-            old = int(m.group(1)) - 1
-        elif line.startswith((" ", "-")) and not line.startswith("---"):
-            old += 1
-            if line.startswith("-"):
-                out.append((old, line))
-        elif line.startswith("+") and not line.startswith("+++"):
-            out.append((max(old, 1), line))
-    return out
-
-
-def _section(line: str) -> str | None:
-    m = _HEADER.match(line)
-    return m.group(1) if m else None
-
-
-def _sections_by_line(text: str) -> dict[int, str]:
-    current, out = "", {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        current = _section(line) or current
-        out[n] = current
-    return out
-
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", re.MULTILINE)

@@ -156,16 +156,12 @@ def _call(node: ast.Call) -> Iterator[tuple[ast.AST, str, str]]:
             yield node, rule, f"calls {name}() for {attr.value}"
 
 
-def shadows(path: str) -> TamperHit | None:
-    """A ``T007`` hit when an added file is a top-level module named like a stdlib one."""
-    parts = path.split("/")
-    if parts[0] == "src":
-        parts = parts[1:]
-    if not parts or not path.endswith(".py"):
-        return None
-    top = parts[0][:-3] if len(parts) == 1 else parts[0]
-    if len(parts) > 2 or (len(parts) == 2 and parts[1] != "__init__.py"):
-        return None
-    if top in sys.stdlib_module_names:
-        return TamperHit(path, 1, "T007", f"shadows the standard library module {top}")
+def shadows(name: str) -> TamperHit | None:
+    """A ``T007`` hit when a new importable top-level module ``name`` is named like a stdlib one.
+
+    ``name`` is the module's name (``json``), found as ``json.py``, a package
+    ``json/__init__.py`` or a link at the repository's root or under ``src/``.
+    """
+    if name in sys.stdlib_module_names:
+        return TamperHit(name, 1, "T007", f"shadows the standard library module {name}")
     return None

@@ -33,7 +33,6 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from gradebox.patches.apply import export
 from gradebox.patches.env import TestEnv
 from gradebox.patches.protect import readonly_paths
 from sandbox.command import CommandLimits, Mount, run_command
@@ -42,6 +41,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TESTS",
     "MAX_XML_BYTES",
+    "PytestSetup",
     "Status",
     "SuiteRun",
     "node_id",
@@ -77,11 +77,25 @@ class SuiteRun:
     """Why the run cannot be believed (empty when it can)."""
     wall_s: float
     """Seconds the test run took."""
+    listed: frozenset[str] = frozenset()
+    """Node ids the separate collection run listed (empty when it was not run)."""
 
     @property
     def reliable(self) -> bool:
         """True when the XML, the exit code and the collection agree."""
         return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class PytestSetup:
+    """How pytest is started: everything here comes from the base revision or the environment."""
+
+    config: str | None
+    """The ini file at base (``pytest.ini``, ``pyproject.toml``...) passed with ``-c``; the test
+    tree holds its base bytes. ``None``: ``-c /dev/null`` (base has no pytest configuration)."""
+    plugins: tuple[str, ...] = ()
+    """Plugin modules of the environment (its ``pytest11`` entry points), loaded with ``-p``;
+    nothing else is autoloaded."""
 
 
 def run_suite(
@@ -92,36 +106,42 @@ def run_suite(
     *,
     collect: bool,
     readonly: Sequence[str] = (),
+    setup: PytestSetup | None = None,
 ) -> SuiteRun:
     """Run pytest over ``targets`` (files or node ids; all tests when empty) in a copy of ``tree``.
 
     Args:
-        tree: The work tree (not modified: the sandbox gets a copy).
+        tree: A written tree without ``.git`` (not modified: each sandbox copies it).
         env: The test environment.
         targets: pytest arguments naming what to run.
         limits: Limits of each sandbox.
         collect: Also list the tests in a separate sandbox, for the cross-check.
         readonly: Globs of the tree mounted read-only over the writable copy
             (the tests and their configuration: see :func:`readonly_paths`).
+        setup: The configuration and plugins (base revision's); ``None``: no ini file.
     """
+    setup = setup or PytestSetup(None)
     scratch = Path(tempfile.mkdtemp(prefix="gradebox-run-"))
     try:
         scratch.chmod(0o755)
-        listed = _collect(tree, env, targets, limits, scratch, readonly) if collect else None
-        export(tree, scratch / "repo")
+        (scratch / "boot").mkdir(mode=0o755)
+        (scratch / "boot" / "pytest_boot.py").write_text(BOOT, encoding="utf-8")
+        (scratch / "boot").chmod(0o755)
         mounts = [
-            Mount(scratch / "repo", "/repo", copy=True),
-            *_readonly(scratch / "repo", readonly),
+            Mount(tree, "/repo", copy=True),
+            *_readonly(tree, readonly),
             Mount(env.path, str(env.path)),
+            Mount(scratch / "boot", _BOOT_DIR),
         ]
-        argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, f"--junitxml={_XML}", *targets]
+        listed = _collect(env, targets, limits, mounts, setup) if collect else None
+        argv = [*_pytest(env, setup), f"--junitxml={_XML}", *targets]
         res = run_command(
             argv, cwd="/repo", mounts=mounts, env=_env(env), limits=limits,
             result_file=_XML, result_bytes=MAX_XML_BYTES + 1,
         )  # fmt: skip
         if res.status == "infra_error":
             return SuiteRun({}, None, False, None, (f"sandbox: {res.infra_error}",), res.wall_s)
-        statuses, problems = _read_xml(res.result or b"", scratch / "repo")
+        statuses, problems = _read_xml(res.result or b"", tree)
         problems += _cross_check(statuses, res.exit_code, listed, collect=collect)
         if res.status == "timeout":
             problems.insert(0, f"the test run hit its {limits.timeout_s:g} s limit")
@@ -132,6 +152,7 @@ def run_suite(
             None if listed is None else len(listed),
             tuple(problems[:_PROBLEMS_MAX]),
             round(res.wall_s, 3),
+            frozenset(listed or ()),
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -139,12 +160,55 @@ def run_suite(
 
 _PYTEST_OPTS = [
     "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q", "--color=no",
-    "-o", "console_output_style=classic",
+    "-o", "console_output_style=classic", "--rootdir=/repo", "--confcutdir=/repo",
 ]  # fmt: skip
+_BOOT_DIR = "/.gradebox"
+
+BOOT = """\
+# gradebox's pytest start-up: runs with ``python -I`` (no PYTHONPATH, no cwd, no user
+# site on sys.path; no start-up hook from the tree). The tree goes on sys.path *after*
+# the environment, and pytest's own modules are imported before any test is collected,
+# so nothing in the tree can stand in for pytest or what it imports.
+import importlib
+import pkgutil
+import sys
+
+sys.path[:] = [p for p in sys.path if p not in ("", ".", "/repo")] + ["/repo/src", "/repo"]
+import pytest  # noqa: E402
+import _pytest  # noqa: E402
+
+for _info in pkgutil.walk_packages(_pytest.__path__, "_pytest."):
+    try:
+        importlib.import_module(_info.name)
+    except Exception:  # an optional part whose own dependency is absent
+        pass
+for _name in ("pluggy", "iniconfig", "packaging", "doctest", "pdb", "bdb", "unittest",
+              "difflib", "pprint", "json", "shlex", "tempfile", "importlib.metadata",
+              "faulthandler", "xml.etree.ElementTree", "textwrap", "tokenize", "inspect",
+              "traceback", "warnings", "fnmatch", "glob", "tomllib", "configparser"):
+    try:
+        importlib.import_module(_name)
+    except ImportError:
+        pass
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+"""The first Python the sandbox runs (see its comments)."""
+
+
+def _pytest(env: TestEnv, setup: PytestSetup) -> list[str]:
+    config = "/dev/null" if setup.config is None else f"/repo/{setup.config}"
+    plugins = [a for m in setup.plugins for a in ("-p", m)]
+    return [env.python, "-I", f"{_BOOT_DIR}/pytest_boot.py", *_PYTEST_OPTS, "-c", config,
+            *plugins]  # fmt: skip
 
 
 def _env(env: TestEnv) -> dict[str, str]:
-    return {"PATH": f"{env.path}/bin:/usr/bin:/bin", "PYTHONPATH": "/repo/src:/repo"}
+    # PYTHONPATH is for the tests' own child processes (pytest itself runs with -I).
+    return {
+        "PATH": f"{env.path}/bin:/usr/bin:/bin",
+        "PYTHONPATH": "/repo/src:/repo",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
 
 
 def _readonly(copy: Path, patterns: Sequence[str]) -> list[Mount]:
@@ -152,23 +216,15 @@ def _readonly(copy: Path, patterns: Sequence[str]) -> list[Mount]:
 
 
 def _collect(
-    tree: Path,
     env: TestEnv,
     targets: Sequence[str],
     limits: CommandLimits,
-    scratch: Path,
-    readonly: Sequence[str],
+    mounts: Sequence[Mount],
+    setup: PytestSetup,
 ) -> set[str] | None:
-    export(tree, scratch / "collect")
-    mounts = [
-        Mount(scratch / "collect", "/repo", copy=True),
-        *_readonly(scratch / "collect", readonly),
-        Mount(env.path, str(env.path)),
-    ]
-    argv = [env.python, "-m", "pytest", *_PYTEST_OPTS, "--collect-only", *targets]
+    argv = [*_pytest(env, setup), "--collect-only", *targets]
     lim = dataclasses.replace(limits, output_bytes=4 * 1024 * 1024)
     res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=lim)
-    shutil.rmtree(scratch / "collect", ignore_errors=True)
     if res.status != "exited" or res.stdout.endswith("[output truncated]"):
         return None
     return {ln.strip() for ln in res.stdout.splitlines() if "::" in ln and " " not in ln.strip()}

@@ -5,9 +5,12 @@ failed, ``S`` skipped, ``N`` absent at base (so ``F2P``, ``P2F``, ``N2P``...);
 a test with no result at head is ``not_run``, never passed.
 
 ``pass`` iff the patch applied, touched nothing protected, the head run can
-be believed, every FAIL_TO_PASS test is ``*2P`` and no PASS_TO_PASS test
-(quarantined ones aside) is anything but ``P2P``; and then nothing static or
-tamper-related says otherwise. Static findings and tamper risks only make a
+be believed (its cross-checks agree and its tripwires held), every
+FAIL_TO_PASS test is ``*2P``, no PASS_TO_PASS test (quarantined ones aside) is
+anything but ``P2P``, no test the gate measured went from passing to failing
+(``P2F``, whatever the PASS_TO_PASS list says), and every test the patch adds
+passes (or is skipped); and then nothing static or tamper-related says
+otherwise. Static findings and tamper risks only make a
 pass worse (``fail`` by policy, ``needs_review``), never a failure better.
 """
 
@@ -71,12 +74,20 @@ def decide(
         return "fail", "tests_timeout", tests.head_problems[0] if tests.head_problems else None
     if tests.head_problems:
         return "needs_review", "tests_unreliable", "; ".join(tests.head_problems)
+    if tests.tripwires == "tripped":
+        why = "planted tests that must fail did not fail at head: the outcomes cannot be believed"
+        return "needs_review", "tests_unreliable", why
     bad = _not_passing(tests.fail_to_pass, ok=("F2P", "P2P", "S2P", "N2P"))
     if bad:
         return "fail", "fail_to_pass", _listed(bad)
     regressed = _not_passing(tests.pass_to_pass, ok=("P2P",))
+    measured = {i: "P2F" for i in tests.by_category.get("P2F", ()) if i not in tests.quarantined}
+    regressed = {**regressed, **measured}  # type: ignore[dict-item]  # a Category
     if regressed:
         return "fail", "pass_to_pass", _listed(regressed)
+    broken = _not_passing(tests.added, ok=("N2P", "P2P", "F2P", "S2P", "N2S"))
+    if broken:
+        return "fail", "new_tests", _listed(broken)
     if static is not None and static.effect == "fail":
         rules = sorted({t.finding.rule for t in static.counted})
         return "fail", "policy:static", "new findings: " + ", ".join(rules)

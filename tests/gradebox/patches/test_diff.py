@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from gradebox.patches.applier import LinkRefused, apply_patch
+from gradebox.patches.changes import tree_changes
 from gradebox.patches.diff import PatchRefused, parse_patch, without
-from gradebox.patches.protect import DEFAULT_PROTECT, glob_matches, protected_paths
+from gradebox.patches.protect import DEFAULT_PROTECT, glob_matches, protection
 from gradebox.patches.tamper import scan
+from gradebox.patches.tree import Entry
+
+
+def tree(**files: str) -> dict[str, Entry]:
+    return {k.replace("__", "/"): Entry("100644", v.encode()) for k, v in files.items()}
+
 
 PATCH = (
     "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n"
@@ -16,14 +24,18 @@ PATCH = (
 )
 
 
-def test_files_and_line_sets():
+def test_files_and_line_sets_come_from_the_trees():
     parsed = parse_patch(PATCH)
-    mod, conf = parsed.files
+    assert parsed.paths == ("pkg/mod.py", "tests/conftest.py")
+    before = tree(pkg__mod_py="a = 1\nb = 2\nd = 5\n")
+    before = {k.replace("_py", ".py"): v for k, v in before.items()}
+    after = apply_patch(before, parsed).tree
+    mod, conf = tree_changes(before, after)
     assert (mod.path, mod.kind, mod.added, mod.removed) == ("pkg/mod.py", "modified", 2, 1)
     assert mod.added_lines == {2, 3} and mod.hunk_lines == {1, 2, 3, 4}
     assert mod.removed_lines == {2}
     assert (conf.path, conf.kind, conf.old_path) == ("tests/conftest.py", "added", None)
-    assert parse_patch(without(parsed, {"tests/conftest.py"}).text).paths == ("pkg/mod.py",)
+    assert without(parsed, {"tests/conftest.py"}).paths == ("pkg/mod.py",)
 
 
 @pytest.mark.parametrize(
@@ -34,7 +46,7 @@ def test_files_and_line_sets():
         ("--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-a\n+b\n", "git's own files"),
         (
             "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n"
-            "+../../../etc\n",
+            "+/etc\n",
             "symbolic link",
         ),
         (
@@ -51,12 +63,14 @@ def test_refusals(patch, why):
         parse_patch(patch)
 
 
-def test_a_link_inside_the_repository_is_fine():
+def test_a_link_inside_the_repository_is_fine_and_one_leaving_it_is_refused():
     patch = (
         "diff --git a/a/l b/a/l\nnew file mode 120000\n--- /dev/null\n+++ b/a/l\n"
-        "@@ -0,0 +1 @@\n+../b\n"
+        "@@ -0,0 +1 @@\n+../b\n\\ No newline at end of file\n"
     )
-    assert parse_patch(patch).files[0].path == "a/l"
+    assert apply_patch({}, parse_patch(patch)).tree["a/l"] == Entry("120000", b"../b")
+    with pytest.raises(LinkRefused, match="symbolic link"):
+        apply_patch({}, parse_patch(patch.replace("+../b", "+../../etc")))
 
 
 @pytest.mark.parametrize(
@@ -76,21 +90,18 @@ def test_default_protected_globs(path, protected):
 PYPROJECT = '[project]\nname = "x"\nversion = "1"\n\n[tool.pytest.ini_options]\naddopts = "-q"\n'
 
 
-def _pyproject_patch(old: str, new: str, at: int) -> str:
-    return (
-        "diff --git a/pyproject.toml b/pyproject.toml\n--- a/pyproject.toml\n+++ b/pyproject.toml\n"
-        f"@@ -{at},1 +{at},1 @@\n-{old}\n+{new}\n"
-    )
+def test_only_the_pytest_table_of_pyproject_is_protected_dotted_keys_included():
+    before = {"pyproject.toml": Entry("100644", PYPROJECT.encode())}
 
+    def touched(text: str) -> tuple[str, ...]:
+        after = {"pyproject.toml": Entry("100644", text.encode())}
+        return protection(tree_changes(before, after), before, after, DEFAULT_PROTECT).touched
 
-def test_only_the_pytest_section_of_pyproject_is_protected():
-    base = {"pyproject.toml": PYPROJECT}.get
-    version = parse_patch(_pyproject_patch('version = "1"', 'version = "2"', 3))
-    assert protected_paths(version, DEFAULT_PROTECT, base) == ()
-    addopts = parse_patch(_pyproject_patch('addopts = "-q"', 'addopts = "-p evil"', 6))
-    assert protected_paths(addopts, DEFAULT_PROTECT, base) == ("pyproject.toml",)
-    header = parse_patch(_pyproject_patch('version = "1"', "[tool.pytest.ini_options]", 3))
-    assert protected_paths(header, DEFAULT_PROTECT, base) == ("pyproject.toml",)
+    assert touched(PYPROJECT.replace('version = "1"', 'version = "2"')) == ()
+    assert touched(PYPROJECT.replace('"-q"', '"-p evil"')) == ("pyproject.toml",)
+    dotted = PYPROJECT.replace("[project]", 'tool.pytest.ini_options.minversion = "1"\n[project]')
+    assert touched(dotted) == ("pyproject.toml",)
+    assert touched(PYPROJECT + "[tool]\npytest.x = 1\n") in ((), ("pyproject.toml",))
 
 
 TAMPER = """import sys
@@ -137,10 +148,9 @@ def test_readonly_paths_cover_whole_test_dirs_and_config_files(tmp_path):
 def test_a_module_shadowing_the_standard_library_is_a_tamper_risk():
     from gradebox.patches.tamper import shadows
 
-    assert shadows("json.py").rule == "T007"
-    assert shadows("src/re/__init__.py").what == "shadows the standard library module re"
-    assert shadows("calc/json.py") is None and shadows("jsonx.py") is None
-    assert shadows("re/sub/x.py") is None
+    assert shadows("json").rule == "T007"
+    assert shadows("re").what == "shadows the standard library module re"
+    assert shadows("calc") is None and shadows("jsonx") is None
 
 
 def test_tamper_scan_sees_exit_hooks_argv_namespaces_and_literal_getattr():

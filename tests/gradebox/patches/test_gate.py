@@ -49,7 +49,7 @@ def write(path: str, text: str):
 def test_the_fix_passes(repo, config, spec, fix):
     row = run_gate(spec(repo, repo.patch(fix)), config).to_row()
     assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
-    assert row["apply"]["strategy"] == "git_apply"
+    assert row["apply"]["strategy"] == "exact"
     assert row["tests"]["fail_to_pass"] == {"tests/test_ops.py::test_mean": "F2P"}
     assert set(row["tests"]["pass_to_pass"].values()) == {"P2P"}
     assert row["tests"]["head"]["collected"] == 3
@@ -90,13 +90,15 @@ def test_stripping_protected_files_grades_the_rest(repo, config, spec, fix):
     assert row["verdict"] == "fail" and row["reason"] in ("empty_patch", "fail_to_pass")
 
 
-def test_an_unprotected_forging_conftest_is_caught_by_the_tamper_scan(repo, config, spec):
+def test_an_unprotected_forging_conftest_trips_the_tripwires(repo, config, spec):
     row = run_gate(
         spec(repo, repo.patch(write("conftest.py", CONFTEST_FORGE)), protect=()), config
     ).to_row()
     # The forge works in-process (every report says passed, the exit code agrees):
-    # with protection switched off, only the tamper scan stands between it and a pass.
-    assert (row["verdict"], row["reason"]) == ("needs_review", "tamper_risk"), row
+    # with protection switched off, the planted tests that must fail pass too, and
+    # the tamper scan still names the lines.
+    assert (row["verdict"], row["reason"]) == ("needs_review", "tests_unreliable"), row
+    assert row["tests"]["tripwires"] == "tripped", row["tests"]
     assert {"path": "conftest.py", "line": 1, "rule": "T001", "what": "imports pytest"} in row[
         "tamper"
     ]
@@ -131,7 +133,7 @@ def test_an_empty_patch_fails_as_empty(repo, config, spec):
 def test_fuzzy_context_falls_down_the_ladder(repo, config, spec, fix):
     patch = repo.patch(fix).replace(" def mean(xs):", " def mean(values):")
     row = run_gate(spec(repo, patch), config).to_row()
-    assert row["apply"]["strategy"] == "patch_fuzz", row
+    assert row["apply"]["strategy"] == "fuzz", row
     assert row["verdict"] == "pass"
 
 
@@ -221,3 +223,55 @@ def test_a_patch_made_on_a_later_revision_applies_with_3way(repo, config, spec, 
     row = run_gate(spec(repo, patch), config).to_row()
     assert row["apply"]["strategy"] == "3way", row
     assert row["verdict"] == "pass", row
+
+
+NEW_TEST = "\n\ndef test_mean_of_one():\n    assert mean([4]) == 4\n"
+
+
+def test_a_fix_with_its_own_new_test_passes_and_the_new_test_is_reported(repo, config, spec, fix):
+    add = edit("tests/test_ops.py", "    assert mean([1, 2, 3]) == 2\n",
+               "    assert mean([1, 2, 3]) == 2\n" + NEW_TEST)  # fmt: skip
+    row = run_gate(spec(repo, repo.patch(both(fix, add))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert row["tests"]["added"] == {"tests/test_ops.py::test_mean_of_one": "N2P"}
+    assert row["apply"]["added_tests"] == ["tests/test_ops.py"]
+    assert row["tests"]["tripwires"] == "ok"
+    new_file = write("tests/test_more.py", "from calc.ops import mean\n" + NEW_TEST)
+    row = run_gate(spec(repo, repo.patch(both(fix, new_file))), config).to_row()
+    assert row["verdict"] == "pass" and row["tests"]["added"] == {
+        "tests/test_more.py::test_mean_of_one": "N2P"
+    }, row
+
+
+def test_a_new_test_that_fails_fails_the_gate(repo, config, spec, fix):
+    failing = NEW_TEST.replace("4\n", "5\n")
+    bad = write("tests/test_more.py", "from calc.ops import mean\n" + failing)
+    row = run_gate(spec(repo, repo.patch(both(fix, bad))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "new_tests"), row
+
+
+def test_editing_an_existing_test_is_protected_with_its_lines(repo, config, spec, fix):
+    weaken = edit("tests/test_ops.py", "assert mean([1, 2, 3]) == 2", "assert mean([1, 2, 3]) > 0")
+    row = run_gate(spec(repo, repo.patch(both(fix, weaken))), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("fail", "patch_touches_tests"), row
+    assert "tests/test_ops.py:13 removed or changed" in row["apply"]["protected_lines"]
+    assert "tests/test_ops.py:13" in row["detail"]
+
+
+def test_a_measured_regression_never_passes_whatever_the_pass_to_pass_list(repo, config, spec, fix):
+    breaks = edit("calc/ops.py", "return [x * k for x in xs]", "return [x + k for x in xs]")
+    ids = TestIds(("tests/test_ops.py::test_mean",), ("tests/test_ops.py::test_add",))
+    row = run_gate(spec(repo, repo.patch(both(fix, breaks)), tests=ids), config).to_row()
+    assert row["tests"]["by_category"]["P2F"] == ["tests/test_ops.py::test_scale"], row
+    assert (row["verdict"], row["reason"]) == ("fail", "pass_to_pass"), row
+
+
+def test_head_and_base_take_branch_names_and_tags(repo, config, spec, fix):
+    repo.commit(fix, "fix-branch")
+    from tests.gradebox.patches.conftest import git
+
+    git(repo.path, "tag", "v-base", repo.base)
+    gate = dataclasses.replace(spec(repo, None), head="fix-branch", base="v-base")
+    row = run_gate(gate, config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert row["apply"]["strategy"] == "head"
