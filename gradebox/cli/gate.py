@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Literal
 
 import click
 
@@ -20,6 +20,7 @@ from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds, run_gate
 from gradebox.patches.env import default_cache
 from gradebox.patches.inputs import load_gates, load_swebench, parse_ids, read_text_arg
 from gradebox.patches.outputs import comment, junit, sarif, swebench_report
+from gradebox.patches.rules import Origin, RuleReader, parse_id_lines
 from gradebox.patches.staticdiff import StaticSettings
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
@@ -28,10 +29,12 @@ from static.config import StaticConfig
 
 if TYPE_CHECKING:
     from judge import Judge
+    from static.policy import Policy
 
 __all__ = ["gate"]
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
+Rule = tuple[str, str]
 _DIR = click.Path(path_type=Path, file_okay=False)
 
 
@@ -42,15 +45,20 @@ _DIR = click.Path(path_type=Path, file_okay=False)
 @click.option("--head", help="A head revision: the patch is its diff from --base.")
 @click.option("--intent", help="The PR text or issue: TEXT or @FILE (annotates, never decides).")
 @click.option(
-    "--fail-to-pass", "f2p", metavar="IDS", help="pytest node ids, comma-separated or @FILE."
+    "--fail-to-pass",
+    "f2p",
+    metavar="IDS|@FILE|@base:PATH",
+    help="pytest node ids that must pass at head: comma-separated, @FILE (one a line, on this "
+    "host) or @base:PATH (one a line, the repository's file at the base revision).",
 )
 @click.option(
     "--pass-to-pass",
     "p2p",
-    metavar="IDS|auto",
+    metavar="IDS|@FILE|@base:PATH|auto",
     default="auto",
     show_default=True,
-    help="Ids that must not regress, or auto: every test passing in every base run.",
+    help="Ids that must not regress (as --fail-to-pass), or auto: every test passing in every "
+    "base run.",
 )
 @click.option("--test-patch", type=_FILE, help="Hidden tests, applied after the candidate's patch.")
 @click.option("--lockfile", help="The lockfile's path in the repository (read at base).")
@@ -89,8 +97,16 @@ _DIR = click.Path(path_type=Path, file_okay=False)
     help="Annotate each row with the judge's reading of the diff against --intent (patch "
     "rubric; endpoint from GRADEBOX_JUDGE_BASE_URL, GRADEBOX_JUDGE_API_KEY, GRADEBOX_JUDGE_MODEL).",
 )
-@click.option("--static-policy", type=_FILE, help="TOML or JSON with fail_on / review_on "
-              "selectors for the counted new findings (default: the patch policy).")  # fmt: skip
+@click.option("--static-policy", metavar="FILE|base:PATH", help="TOML or JSON with fail_on / "
+              "review_on selectors for the counted new findings (default: the patch policy): "
+              "a FILE on this host, or base:PATH, the repository's file at the base revision "
+              "(one patch; never the head's).")  # fmt: skip
+@click.option("--static-policy-toml", metavar="TOML", help="The static policy as TOML text "
+              "(e.g. a workflow input), instead of --static-policy.")  # fmt: skip
+@click.option("--rules-origin", type=click.Choice(["command-line", "workflow"]),
+              default="command-line", show_default=True, help="Who gave the rules not read at "
+              "base (ids, TOML text, host files), as each row's `rules` records it; the Action "
+              "says workflow.")  # fmt: skip
 @click.option("--post", type=click.Choice(["github"]), help="Also post the result from the "
               "GitHub Actions environment: one sticky PR comment, a check run `gradebox` with "
               "annotations on changed lines, the job summary. Failures are reported on stderr "
@@ -102,11 +118,18 @@ _DIR = click.Path(path_type=Path, file_okay=False)
 def gate(**opts: object) -> None:
     """Gate patches: apply to a clean base, run the tests in the sandbox, compare, decide.
 
-    A patch passes when it applies, touches no test files, every FAIL_TO_PASS
-    test passes and no PASS_TO_PASS test regresses (flaky tests quarantined),
-    and no new static finding fails the policy. Tests run under pytest in a
+    A patch passes when it applies, changes no existing test (new tests are run
+    and reported), every FAIL_TO_PASS test passes, no PASS_TO_PASS test
+    regresses (flaky tests quarantined), the planted tripwire tests behave, and
+    no new static finding fails the policy. Tests run under pytest in a
     fresh bubblewrap sandbox per run, in a cached virtual environment built
     from the base revision's lockfile (wheels only). Rows go to --out.
+
+    Rules (the static policy, FAIL_TO_PASS, PASS_TO_PASS) are read from the
+    base revision (base:PATH, @base:PATH), from this command line, or are the
+    defaults; each row's `rules` says where each was read from
+    (`base:<commit>:<path>`, `command line`, `command line:<file>`, `default`).
+    With a base: rule the base is pinned to the commit it was read at.
 
     Exit 0 when every patch passes, 1 when any fails or needs review, 2 for bad
     input or an infrastructure error.
@@ -115,12 +138,17 @@ def gate(**opts: object) -> None:
     Examples:
       gradebox gate --repo calc --base main --patch fix.diff \\
                     --fail-to-pass tests/test_ops.py::test_mean --out gate.jsonl
+      gradebox gate --repo . --base main --head my-branch \\
+                    --fail-to-pass @base:.gradebox/fail_to_pass.txt \\
+                    --static-policy base:.gradebox/policy.toml
       gradebox gate --gates gates.jsonl --out gate.jsonl --sarif gate.sarif
       gradebox gate --swebench instances.jsonl --predictions preds.jsonl \\
                     --repos clones/ --out gate.jsonl --report report.json
     """  # noqa: D301 - click needs a real \b
-    specs = _specs(opts)
-    config = _config(opts)
+    reader = _reader(opts)
+    policy, policy_rule = _policy(opts, reader)
+    specs = _with_rules(_specs(opts, reader), policy_rule, reader)
+    config = _config(opts, policy)
     rows: list[GateRow] = []
     out = opts["out"]
     judge = _judge(os.environ) if opts["use_judge"] else None
@@ -144,22 +172,85 @@ def gate(**opts: object) -> None:
     sys.exit(EXIT_OK if all(r.verdict == "pass" for r in rows) else EXIT_FAILED)
 
 
-def _specs(o: dict[str, object]) -> list[GateSpec]:
+def _reader(o: dict[str, object]) -> RuleReader:
+    origin: Origin = "workflow" if o["rules_origin"] == "workflow" else "command line"
+    one = bool(o["repo"]) and not (o["gates"] or o["swebench"])
+    repo = _path(o["repo"]) if one else None
+    return RuleReader(origin, repo=repo, base=_opt(o["base"]) if one else None, cwd=Path.cwd())
+
+
+def _policy(o: dict[str, object], reader: RuleReader) -> tuple[Policy | None, Rule | None]:
+    """The static policy (``None``: the default) and its ``rules`` entry (``None``: static off)."""
+    given, text = _opt(o["static_policy"]), _opt(o["static_policy_toml"])
+    if given is not None and text is not None:
+        raise BadInput(["give one of --static-policy and --static-policy-toml"])
+    if o["no_static"]:
+        return None, None
+    if given is None and text is None:
+        return None, ("static_policy", "default")
+    from gradebox.pipeline.static import parse_policy  # noqa: PLC0415 - only with a policy
+
+    if text is not None:
+        rule = reader.inline(text)
+        return parse_policy(text, "--static-policy-toml"), ("static_policy", rule.source)
+    assert given is not None  # noqa: S101 - one of the two
+    rule = reader.read(given, "--static-policy")
+    policy = parse_policy(rule.text, rule.source, as_json=given.endswith(".json"))
+    return policy, ("static_policy", rule.source)
+
+
+def _ids(value: str | None, reader: RuleReader, what: str) -> tuple[tuple[str, ...], str | None]:
+    """Node ids and where they were read from (``None``: none given)."""
+    if not value:
+        return (), None
+    if value.startswith("@"):
+        rule = reader.read(value[1:], what)
+        return parse_id_lines(rule.text, what), rule.source
+    return parse_ids(value, Path.cwd(), what), reader.origin
+
+
+def _with_rules(specs: list[GateSpec], policy: Rule | None, reader: RuleReader) -> list[GateSpec]:
+    """Each spec with the policy's source; pinned to the base commit rules were read at."""
+    extra = () if policy is None else (policy,)
+    base = reader.commit
+    return [
+        dataclasses.replace(spec, rules=(*spec.rules, *extra), base=base or spec.base)
+        for spec in specs
+    ]
+
+
+def _from_file(spec: GateSpec, reader: RuleReader) -> GateSpec:
+    """A gates or SWE-bench file's spec, its test ids' source recorded (``file:line``)."""
+    given = f"{reader.origin}:{spec.where}"
+    auto = not isinstance(spec.tests.pass_to_pass, tuple)  # "auto"
+    rules = (("fail_to_pass", given), ("pass_to_pass", "auto" if auto else given))
+    return dataclasses.replace(spec, rules=rules)
+
+
+def _specs(o: dict[str, object], reader: RuleReader) -> list[GateSpec]:
     modes = [bool(o["repo"] or o["base"]), bool(o["gates"]), bool(o["swebench"])]
     if sum(modes) != 1:
         raise BadInput(["give one of: --repo/--base (one patch), --gates FILE, --swebench FILE"])
     if o["gates"]:
-        return load_gates(_path(o["gates"]))
+        return [_from_file(s, reader) for s in load_gates(_path(o["gates"]))]
     if o["swebench"]:
         if not o["predictions"] or not o["repos"]:
             raise BadInput(["--swebench needs --predictions FILE and --repos DIR"])
-        return load_swebench(_path(o["swebench"]), _path(o["predictions"]), _path(o["repos"]))
+        found = load_swebench(_path(o["swebench"]), _path(o["predictions"]), _path(o["repos"]))
+        return [_from_file(s, reader) for s in found]
     if not o["repo"] or not o["base"]:
         raise BadInput(["one patch needs both --repo DIR and --base REV"])
     if bool(o["patch_file"]) == bool(o["head"]):
         raise BadInput(["give exactly one of --patch FILE and --head REV"])
     here = Path.cwd()
+    f2p, f2p_source = _ids(_opt(o["f2p"]), reader, "--fail-to-pass")
     p2p_raw = str(o["p2p"])
+    p2p: tuple[str, ...] | Literal["auto"] = "auto"
+    p2p_source: str | None = "auto"
+    if p2p_raw != "auto":
+        p2p, p2p_source = _ids(p2p_raw, reader, "--pass-to-pass")
+    rules = [(name, src) for name, src in (("fail_to_pass", f2p_source),
+             ("pass_to_pass", p2p_source)) if src is not None]  # fmt: skip
     return [
         GateSpec(
             id=_path(o["patch_file"]).stem if o["patch_file"] else str(o["head"]),
@@ -167,10 +258,7 @@ def _specs(o: dict[str, object]) -> list[GateSpec]:
             base=str(o["base"]),
             patch=_read(o["patch_file"], "--patch"),
             head=str(o["head"]) if o["head"] else None,
-            tests=TestIds(
-                parse_ids(_opt(o["f2p"]), here, "--fail-to-pass"),
-                "auto" if p2p_raw == "auto" else parse_ids(p2p_raw, here, "--pass-to-pass"),
-            ),
+            tests=TestIds(f2p, p2p),
             intent=read_text_arg(_opt(o["intent"]), here, "--intent"),
             test_patch=_read(o["test_patch"], "--test-patch"),
             lockfile=_opt(o["lockfile"]),
@@ -178,11 +266,12 @@ def _specs(o: dict[str, object]) -> list[GateSpec]:
             if not o["protect"]
             else tuple(p.strip() for p in str(o["protect"]).split(",") if p.strip()),
             where="command line",
+            rules=tuple(rules),
         )
     ]
 
 
-def _config(o: dict[str, object]) -> GateConfig:
+def _config(o: dict[str, object], policy: Policy | None) -> GateConfig:
     try:
         python = find_python(_opt(o["sandbox_python"]))
     except IsolationUnavailable as exc:
@@ -192,10 +281,8 @@ def _config(o: dict[str, object]) -> GateConfig:
     if not o["no_static"]:
         tools = StaticConfig(cache_dir=cache.parent / "mypy-cache")  # stdlib analysed once
         static = StaticSettings(config=tools, filter_mode=o["filter_mode"])  # type: ignore[arg-type]
-        if o["static_policy"]:
-            from gradebox.pipeline.static import load_policy  # noqa: PLC0415
-
-            static = dataclasses.replace(static, policy=load_policy(_path(o["static_policy"])))
+        if policy is not None:
+            static = dataclasses.replace(static, policy=policy)
     limits = CommandLimits(
         timeout_s=float(str(o["timeout"])),
         memory_mb=int(str(o["memory_mb"])),

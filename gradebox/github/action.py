@@ -8,12 +8,21 @@ environment. The script:
    pull request's ``base.sha``; head = the ``head`` input, else the pull
    request's ``head.sha``, else ``GITHUB_SHA``;
 2. takes the intent from the ``intent`` input: ``pr-body`` (the default: the
-   pull request's title and body), ``none``, or ``@FILE`` in the workspace;
-3. runs ``gradebox gate --repo $GITHUB_WORKSPACE --base B --head H`` writing
+   pull request's title and body), ``none``, or ``@PATH``, the repository's
+   file at the head revision (read from git's objects, never the checkout: a
+   link is not followed);
+3. takes the rules from the base revision or the workflow, never from the
+   pull request's checkout (``GITHUB_WORKSPACE`` holds the head, which the PR
+   wrote): ``policy: PATH`` is ``--static-policy base:PATH``, ``policy-toml``
+   the policy's TOML inline (``--static-policy-toml``), ``fail-to-pass`` and
+   ``pass-to-pass`` ids inline (commas or lines) or ``@PATH`` read at base
+   (``@base:PATH``); ``--rules-origin workflow`` labels the inline ones on the
+   row; ``args`` may not set a rule;
+4. runs ``gradebox gate --repo $GITHUB_WORKSPACE --base B --head H`` writing
    ``gate.jsonl``, ``gate.sarif``, ``junit.xml``, ``comment.md`` and
    ``report.json`` to the output directory, with ``--post github`` when the
    ``post`` input is ``github``;
-4. writes ``exit-code``, ``verdict``, ``sarif`` and ``results`` to
+5. writes ``exit-code``, ``verdict``, ``sarif`` and ``results`` to
    ``GITHUB_OUTPUT``, and exits with the gate's code (0 with ``--exit-zero``:
    the Action uploads the SARIF first and fails the job in its last step).
 
@@ -33,6 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradebox.patches.rules import BASE
+from gradebox.patches.tree import GitError, ObjectStore, PathRefused
+
 __all__ = ["INPUTS", "ActionPlan", "main", "plan"]
 
 INPUTS = {
@@ -41,6 +53,7 @@ INPUTS = {
     "intent": "INPUT_INTENT",
     "lockfile": "INPUT_LOCKFILE",
     "policy": "INPUT_POLICY",
+    "policy-toml": "INPUT_POLICY_TOML",
     "filter-mode": "INPUT_FILTER_MODE",
     "fail-to-pass": "INPUT_FAIL_TO_PASS",
     "pass-to-pass": "INPUT_PASS_TO_PASS",
@@ -51,6 +64,15 @@ INPUTS = {
 """The Action's inputs and the variables ``action.yml`` passes them in."""
 _MAX_INTENT = 64 * 1024
 _FILTER_MODES = ("added", "diff_context", "file", "nofilter")
+_RULE_FLAGS = frozenset(
+    {
+        "--static-policy",
+        "--static-policy-toml",
+        "--fail-to-pass",
+        "--pass-to-pass",
+        "--rules-origin",
+    }
+)
 
 
 class ActionError(Exception):
@@ -104,40 +126,83 @@ def plan(env: Mapping[str, str]) -> ActionPlan:
             "--out", str(out_dir / "gate.jsonl"), "--sarif", str(out_dir / "gate.sarif"),
             "--junit", str(out_dir / "junit.xml"), "--comment", str(out_dir / "comment.md"),
             "--report", str(out_dir / "report.json")]  # fmt: skip
-    argv += _intent(_input(env, "intent") or "pr-body", pr, workspace, out_dir)
+    argv += _intent(_input(env, "intent") or "pr-body", pr, workspace, out_dir, head)
     mode = _input(env, "filter-mode") or "added"
     if mode not in _FILTER_MODES:
         raise ActionError(f"filter-mode must be one of {', '.join(_FILTER_MODES)}")
     argv += ["--filter-mode", mode]
-    for name, flag in (("lockfile", "--lockfile"), ("fail-to-pass", "--fail-to-pass"),
-                       ("pass-to-pass", "--pass-to-pass")):  # fmt: skip
-        if value := _input(env, name):
-            argv += [flag, value]
-    if policy := _input(env, "policy"):
-        argv += ["--static-policy", str(workspace / policy)]
+    if value := _input(env, "lockfile"):
+        argv += ["--lockfile", value]
+    argv += _rules(env)
     post = _input(env, "post") or "github"
     if post not in ("github", "none"):
         raise ActionError("post must be github or none")
     if post == "github":
         argv += ["--post", "github"]
-    argv += shlex.split(_input(env, "args"))
+    try:
+        extra = shlex.split(_input(env, "args"))
+    except ValueError as exc:
+        raise ActionError(f"args: {exc}") from exc
+    if ruled := sorted({a.split("=", 1)[0] for a in extra} & _RULE_FLAGS):
+        raise ActionError(
+            f"args may not set a rule ({', '.join(ruled)}): give the policy, policy-toml, "
+            "fail-to-pass and pass-to-pass inputs, read at the base revision or from the workflow"
+        )
+    argv += extra
     return ActionPlan(tuple(argv), out_dir)
 
 
-def _intent(source: str, pr: Mapping[str, Any], workspace: Path, out_dir: Path) -> list[str]:
+def _rules(env: Mapping[str, str]) -> list[str]:
+    """The gate's rule options: files at the base revision, or inline from the workflow."""
+    out = ["--rules-origin", "workflow"]
+    policy, toml = _input(env, "policy"), _input(env, "policy-toml")
+    if policy and toml:
+        raise ActionError("give one of policy (a file read at base) and policy-toml")
+    if policy:
+        out += ["--static-policy", BASE + policy.removeprefix(BASE)]
+    elif toml:
+        out += ["--static-policy-toml", toml]
+    for name in ("fail-to-pass", "pass-to-pass"):
+        value = _input(env, name)
+        if value == "auto" and name == "pass-to-pass":
+            out += ["--pass-to-pass", "auto"]
+        elif value.startswith("@"):
+            out += [f"--{name}", "@" + BASE + value[1:].removeprefix(BASE)]
+        elif value:
+            ids = [i.strip() for line in value.splitlines() for i in line.split(",")]
+            out += [f"--{name}", ",".join(i for i in ids if i)]
+    return out
+
+
+def _intent(
+    source: str, pr: Mapping[str, Any], workspace: Path, out_dir: Path, head: str
+) -> list[str]:
     if source == "none":
         return []
     if source.startswith("@"):
-        return ["--intent", "@" + str(workspace / source[1:])]
-    if source != "pr-body":
-        raise ActionError("intent must be pr-body, none or @FILE")
-    title, body = str(pr.get("title") or ""), str(pr.get("body") or "")
-    text = (title + "\n\n" + body).strip()
+        text = _at_head(workspace, head, source[1:])
+    elif source == "pr-body":
+        title, body = str(pr.get("title") or ""), str(pr.get("body") or "")
+        text = (title + "\n\n" + body).strip()
+    else:
+        raise ActionError("intent must be pr-body, none or @PATH")
     if not text:
         return []
     path = out_dir / "intent.md"
     path.write_text(text[:_MAX_INTENT], encoding="utf-8")
     return ["--intent", f"@{path}"]
+
+
+def _at_head(workspace: Path, head: str, path: str) -> str:
+    """A file of the repository at ``head``, from git's objects (a link is not a file)."""
+    try:
+        store = ObjectStore(workspace)
+        data = store.read(store.commit(head), path)
+    except (GitError, PathRefused) as exc:
+        raise ActionError(f"intent @{path}: {exc}") from exc
+    if data is None:
+        raise ActionError(f"intent @{path}: not a file at the head revision")
+    return data.decode("utf-8", "replace")
 
 
 def _verdict(results: Path) -> str:

@@ -3,8 +3,12 @@
 ``.pre-commit-hooks.yaml`` runs ``python -m gradebox.github.precommit`` with the
 user's ``args:`` (any ``gradebox gate`` options: ``--fail-to-pass``,
 ``--no-static``, ``--filter-mode``, ``--lockfile``...). The staged diff
-(``git diff --cached HEAD``) is the patch; ``HEAD`` is the base; the gate runs
-in its private checkout, so unstaged edits and untracked files play no part.
+(``git diff --cached HEAD``, plain whatever the user's diff configuration) is the
+patch; ``HEAD`` is the base; the gate runs in its private checkout, so unstaged
+edits and untracked files play no part. A fix that adds its own test (a new test
+file, new test functions) is the normal case: the gate runs those tests at head
+and reports them; changes to existing tests and test configuration stay
+protected.
 One base run by default (``--base-runs 1``; a later ``--base-runs`` in ``args``
 wins). Nothing staged, or no ``HEAD`` yet, passes at once. On failure the
 gate's Markdown summary is printed.
@@ -19,6 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["main"]
+
+_PLAIN_DIFF = (
+    "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+    "--src-prefix=a/", "--dst-prefix=b/", "--submodule=short",
+)  # fmt: skip
+"""A diff the gate can apply whatever the user's configuration (``diff.noprefix``,
+``diff.relative``, ``diff.submodule``, textconv drivers, external diff tools)."""
 
 
 def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -40,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _git("rev-parse", "--verify", "-q", "HEAD", cwd=root).returncode != 0:
         print("gradebox pre-commit: no HEAD yet (first commit): nothing to gate against")
         return 0
-    diff = _git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD", cwd=root)
+    diff = _git("diff", "--cached", *_PLAIN_DIFF, "HEAD", cwd=root)
     if diff.returncode != 0:
         print(f"gradebox pre-commit: git diff failed: {diff.stderr.strip()}", file=sys.stderr)
         return 2

@@ -12,7 +12,8 @@
   survives line moves).
 * :func:`junit`: one ``testsuite`` per gate, one ``testcase`` per
   FAIL_TO_PASS and PASS_TO_PASS id (quarantined ones skipped, with the reason).
-* :func:`comment`: a short Markdown summary for a pull request.
+* :func:`comment`: the Markdown report (:mod:`gradebox.patches.markdown`, the one
+  renderer the GitHub comment and check run use too).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gradebox.patches.markdown import report
 from gradebox.patches.model import GateRow
 from static.differential import Tagged
 
@@ -141,40 +143,9 @@ def junit(rows: Sequence[GateRow]) -> bytes:
 
 
 def comment(rows: Sequence[GateRow]) -> str:
-    """A short Markdown summary, one section per gate."""
-    out = []
-    for row in rows:
-        out.append(f"### `{_md(row.id)}`: **{row.verdict}** ({row.reason})")
-        if row.detail:
-            out.append(f"> {_md(row.detail[:300])}")
-        if row.apply is not None and row.apply.strategy:
-            out.append(f"- applied with `{row.apply.strategy}`")
-        t = row.tests
-        if t is not None:
-            f2p_ok = sum(c in ("F2P", "P2P", "S2P", "N2P") for c in t.fail_to_pass.values())
-            regressed = sorted(i for i, c in t.pass_to_pass.items() if c != "P2P")
-            out.append(f"- FAIL_TO_PASS: {f2p_ok}/{len(t.fail_to_pass)} pass")
-            out.append(f"- PASS_TO_PASS: {len(t.pass_to_pass) - len(regressed)}/"
-                       f"{len(t.pass_to_pass)} still pass")  # fmt: skip
-            out += [f"  - regressed: `{_md(i)}`" for i in regressed[:10]]
-            if t.quarantined:
-                out.append(f"- quarantined (flaky at base): {len(t.quarantined)}")
-        if row.static is not None:
-            new = [x for x in row.static.findings if x.state == "new"]
-            fixed = sum(x.state == "fixed" for x in row.static.findings)
-            out.append(f"- static: {len(new)} new, {fixed} fixed")
-            out += [
-                f"  - `{_md(x.path)}:{x.finding.line}` {x.finding.rule} ({x.finding.severity})"
-                for x in new[:10]
-            ]
-        if row.diff is not None:
-            d = row.diff.to_json()
-            out.append(f"- diff: {d['files']} file(s), +{d['added']} -{d['removed']}")
-        out += [f"- tamper risk: `{_md(h.path)}:{h.line}` {h.what}" for h in row.tamper[:10]]
-        out.append("")
-    return "\n".join(out) + "\n"
+    """The Markdown report (``--comment``): :func:`gradebox.patches.markdown.report`.
 
-
-def _md(text: str) -> str:
-    """Text safe inside Markdown: no backticks, no HTML, one line."""
-    return " ".join(text.replace("`", "'").replace("<", "&lt;").replace(">", "&gt;").split())
+    The same renderer as the sticky PR comment and the check run: untrusted text
+    only inside inline code spans, one line, control and bidi characters removed.
+    """
+    return report(rows)

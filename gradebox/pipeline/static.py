@@ -66,6 +66,7 @@ __all__ = [
     "load_policy",
     "may_import",
     "open_static_stage",
+    "parse_policy",
 ]
 
 
@@ -353,14 +354,31 @@ def load_policy(path: Path) -> Policy:
     """
     try:
         text = path.read_text(encoding="utf-8")
-        data: Any = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise BadInput([f"{path}: cannot read the static policy: {exc}"]) from exc
+    return parse_policy(text, str(path), as_json=path.suffix == ".json")
+
+
+def parse_policy(text: str, where: str, *, as_json: bool = False) -> Policy:
+    """A static policy from its text (as :func:`load_policy` reads a file).
+
+    Args:
+        text: TOML, or JSON with ``as_json``.
+        where: Where the text came from, for messages (a path, ``base:<commit>:<path>``).
+        as_json: Parse as JSON rather than TOML.
+
+    Raises:
+        BadInput: The text does not parse or is not a policy.
+    """
+    try:
+        data: Any = json.loads(text) if as_json else tomllib.loads(text)
+    except ValueError as exc:
+        raise BadInput([f"{where}: cannot read the static policy: {exc}"]) from exc
     if isinstance(data, dict) and isinstance(data.get("policy"), dict):
         data = data["policy"]
     if not isinstance(data, dict):
-        raise BadInput([f"{path}: a static policy is a table with fail_on / review_on"])
+        raise BadInput([f"{where}: a static policy is a table with fail_on / review_on"])
     try:
         return Policy.from_mapping(data)
     except ValueError as exc:
-        raise BadInput([f"{path}: {exc}"]) from exc
+        raise BadInput([f"{where}: {exc}"]) from exc

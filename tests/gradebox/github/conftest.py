@@ -72,6 +72,10 @@ def make_row(
     message: str = "weak hash",
     test_id: str = "tests/test_ops.py::test_add",
     tamper: tuple[TamperHit, ...] = (),
+    apply: ApplyReport | None = None,
+    added: dict[str, str] | None = None,
+    tripwires: str = "unavailable",
+    rules: tuple[tuple[str, str], ...] = (),
 ) -> GateRow:
     found = tuple(finding("calc/ops.py", i + 1, message=message) for i in range(n_findings))
     tests = TestsPart(
@@ -85,18 +89,21 @@ def make_row(
         head_exit_code=1,
         collected=3,
         pass_to_pass_auto=False,
+        added=dict(added or {}),  # type: ignore[arg-type]
+        tripwires=tripwires,  # type: ignore[arg-type]
     )
     static = StaticPart(found, found, "added", "fail")
     return GateRow(
         id,
-        verdict,
+        verdict,  # type: ignore[arg-type]
         "policy:static" if verdict == "fail" else "ok",
         detail,
-        SHA,  # type: ignore[arg-type]
-        ApplyReport("git_apply"),
+        SHA,
+        apply or ApplyReport("exact"),
         tests,
         tamper,
-        static,  # type: ignore[arg-type]
+        static,
+        rules=rules,
     )
 
 

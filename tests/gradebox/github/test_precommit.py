@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from pre_commit.clientlib import load_manifest
 
 from ..patches.conftest import fix_mean, git, make_repo
@@ -61,6 +62,39 @@ def test_a_staged_regression_fails_the_commit_and_says_why(tmp_path, env_cache):
     proc, _ = _hook(repo.path, env_cache, "--no-static")
     assert proc.returncode == 1, proc.stderr
     assert "**fail**" in proc.stdout and "test_add" in proc.stdout
+
+
+NEW_TEST_FILE = """from calc.ops import mean
+
+
+def test_mean_of_one():
+    assert mean([4]) == 4
+"""
+NEW_TEST_FUNCTION = """
+
+def test_mean_of_two():
+    assert mean([1, 2]) == 1.5
+"""
+
+
+def _add_test_file(root: Path) -> None:
+    (root / "tests" / "test_mean.py").write_text(NEW_TEST_FILE)
+
+
+def _add_test_function(root: Path) -> None:
+    tests = root / "tests" / "test_ops.py"
+    tests.write_text(tests.read_text() + NEW_TEST_FUNCTION)
+
+
+@pytest.mark.parametrize("add_test", [_add_test_file, _add_test_function], ids=["file", "function"])
+def test_a_staged_fix_with_its_own_new_test_passes(tmp_path, env_cache, add_test):
+    repo = make_repo(tmp_path / "calc")
+    git(repo.path, "config", "diff.noprefix", "true")  # the user's diff settings play no part
+    fix_mean(repo.path)
+    add_test(repo.path)
+    git(repo.path, "add", "-A")
+    proc, _ = _hook(repo.path, env_cache, "--no-static", *F2P)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_nothing_staged_passes_at_once(tmp_path, env_cache):
