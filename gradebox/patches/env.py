@@ -100,7 +100,9 @@ def ensure_env(
     key = hashlib.sha256(
         "\0".join([repo_name, python, lockfile_name or "", lockfile_text or ""]).encode()
     ).hexdigest()[:24]
-    cache.mkdir(parents=True, exist_ok=True, mode=0o755)
+    if not cache.is_dir():
+        cache.mkdir(parents=True, exist_ok=True)
+        cache.chmod(0o755)  # whatever the umask: the sandbox's uid reads the environments
     final = cache / key
     with open(cache / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -111,7 +113,7 @@ def ensure_env(
         try:
             _build(tmp, python, requirements)
             (tmp / ".gradebox-complete").write_text(key)
-            tmp.chmod(0o755)
+            _readable(tmp)
             shutil.rmtree(final, ignore_errors=True)
             tmp.rename(final)
         finally:
@@ -138,6 +140,18 @@ def _requirements(name: str | None, text: str | None) -> list[str]:
     if "pytest" not in pins:
         out.append("pytest")
     return out
+
+
+def _readable(top: Path) -> None:
+    """Let the sandbox's uid read and run the environment, whatever umask built it."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        os.chmod(dirpath, 0o755)  # noqa: S103 - read by the sandbox's uid, written by no one
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                mode = os.stat(p).st_mode
+                os.chmod(p, (mode | 0o444 | (0o111 if mode & 0o100 else 0)) & 0o755)
+        del dirnames
 
 
 def _build(dest: Path, python: str, requirements: list[str]) -> None:

@@ -259,7 +259,8 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
 
 
 def _write(tree: Tree, dest: Path) -> Path:
-    dest.mkdir(mode=0o755)
+    dest.mkdir()
+    dest.chmod(0o755)
     try:
         materialize(tree, dest)
     except PathRefused as exc:

@@ -126,6 +126,7 @@ def run_suite(
         scratch.chmod(0o755)
         (scratch / "boot").mkdir(mode=0o755)
         (scratch / "boot" / "pytest_boot.py").write_text(BOOT, encoding="utf-8")
+        (scratch / "boot" / "pytest_boot.py").chmod(0o644)
         (scratch / "boot").chmod(0o755)
         mounts = [
             Mount(tree, "/repo", copy=True),

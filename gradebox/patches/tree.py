@@ -269,22 +269,37 @@ def materialize(tree: Tree, dest: Path) -> None:
             if up in tree:
                 raise PathRefused(f"{path!r}: lies below the file {up!r}")
     root = str(dest)
+    made: set[str] = set()
     links = []
     for path, entry in sorted(tree.items()):
         if entry.is_link:
             links.append((path, entry))
             continue
         full = os.path.join(root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
+        _parents(root, path, made)
         fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as fh:
             fh.write(entry.data)
-        if entry.mode == "100755":
-            os.chmod(full, 0o755, follow_symlinks=False)  # noqa: S103 - git's executable mode
+            # Whatever the grader's umask: the sandbox's uid must read the tree.
+            os.fchmod(fh.fileno(), 0o755 if entry.mode == "100755" else 0o644)
     for path, entry in links:
-        full = os.path.join(root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        os.symlink(entry.data.decode("utf-8", "surrogateescape"), full)
+        _parents(root, path, made)
+        os.symlink(entry.data.decode("utf-8", "surrogateescape"), os.path.join(root, path))
+
+
+def _parents(root: str, path: str, made: set[str]) -> None:
+    """Create ``path``'s parent directories (mode 0755, never through a link)."""
+    for up in _ancestors(path):
+        if up in made:
+            continue
+        full = os.path.join(root, up)
+        try:
+            os.mkdir(full)
+        except FileExistsError:
+            if os.path.islink(full) or not os.path.isdir(full):
+                raise PathRefused(f"{path!r}: lies below {up!r}, which is not a directory") from None
+        os.chmod(full, 0o755, follow_symlinks=False)  # noqa: S103 - read by the sandbox's uid
+        made.add(up)
 
 
 def escaping_links(tree: Tree) -> list[str]:

@@ -14,8 +14,7 @@
 - ``GET /v1/gates/{id}``: status (``queued``, ``running``, ``done``) and, when
   done, the ``gate.jsonl`` row. Another token's gate is 404, as a missing one.
 
-Gates run one at a time in a worker thread (each runs its own sandboxed pytest
-processes, :mod:`gradebox.patches`), taken **round-robin between tokens** (the
+Gates run one at a time, taken **round-robin between tokens** (the
 token whose last gate started longest ago goes next, with its oldest gate): a
 token that queues many gates delays another token's next gate by one gate, not
 by its whole queue. A queued gate whose token has since been revoked or has
@@ -26,26 +25,50 @@ each token may have :data:`MAX_QUEUED` unfinished gates (429 past it). A gate
 left unfinished by a stop is queued again on the next start. A grader sees the
 row with the repository's name for its path and infrastructure errors as one
 fixed message; an admin sees it in full.
+
+Each gate runs in **a process of its own** (:class:`_GateProcess`), never in the
+server's: parsing a patch, scanning it and the static layers hold the GIL for
+seconds on a large patch (a 4 MB gate held ``/healthz`` for 2-7 s while they ran
+in a thread here). The process is a fresh interpreter (``exec``, not a fork: it
+holds none of the server's memory, tokens, database connections or other
+tenants' data) with an environment of its own (:func:`child_env`: what git, pip
+and the sandbox need, no key or token); the gate's spec and config go in pickled
+on its stdin and its row comes back as JSON (the server never unpickles what a
+process that read a hostile patch wrote). A worker thread of the server waits
+for it. A process that crashes, or outlives :attr:`GateJobs.time_limit_s` (it
+and everything it started are killed), settles its gate as an infrastructure
+error, and the next gate gets a fresh process. A gate process whose server is
+gone kills itself and what it started; a gate whose app stops is killed, and
+runs again on the next start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import pickle
 import queue
 import re
 import secrets
+import shutil
+import signal
+import sqlite3
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 
-from gradebox.errors import GradeboxError
-from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds, run_gate
+from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds
+from gradebox.patches.child import BOOTSTRAP
 from gradebox.service.auth import Principal
 from gradebox.service.bodies import Budget, off_loop, parse_json
 from gradebox.service.deps import Admin, Who, body
@@ -53,7 +76,7 @@ from gradebox.service.problems import ApiError, Problem
 from gradebox.service.state import ServiceState
 from gradebox.service.store import Store, iso_time
 
-__all__ = ["MAX_QUEUED", "NOT_RUN", "GateJobs", "gate_routes"]
+__all__ = ["MAX_QUEUED", "NOT_RUN", "GateJobs", "child_env", "gate_routes", "time_limit"]
 
 _log = logging.getLogger("gradebox.service")
 
@@ -74,6 +97,20 @@ _SCHEMA = (
     "created REAL NOT NULL, finished REAL, spec TEXT NOT NULL, row TEXT)",
 )
 _GATE_KEYS = {"repo", "base", "patch", "fail_to_pass", "pass_to_pass", "intent", "id"}
+_ENV_NAMES = frozenset({
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "XDG_CACHE_HOME", "SSL_CERT_FILE", "SSL_CERT_DIR",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+})  # fmt: skip
+_ENV_PREFIXES = ("LC_", "PIP_")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+_ENV_BUILD_S = 3600.0
+"""pip's two steps of an environment build, each at its limit (:mod:`gradebox.patches.env`)."""
+_SLACK_S = 600.0
+_TICK_S = 1.0
+"""How often a worker waiting for a gate process checks that its app still runs."""
+_RESULT_MAX = 16 * 1024 * 1024
+"""Most bytes of a gate process's result read back (a row is far smaller)."""
 
 
 @dataclass
@@ -84,6 +121,9 @@ class GateJobs:
     """The app's state (store, metrics)."""
     config: GateConfig = field(default_factory=GateConfig)
     """How gates run (environment cache, limits, base runs, static layers)."""
+    time_limit_s: float | None = None
+    """Wall clock of one gate's process (``None``: :func:`time_limit` of :attr:`config`); past
+    it the process and everything it started are killed: an infrastructure error."""
     _wake: queue.Queue[Store] = field(default_factory=queue.Queue)
     """Told each time a gate is queued (the worker then takes every queued gate)."""
     _turns: dict[str, int] = field(default_factory=dict)
@@ -92,6 +132,12 @@ class GateJobs:
     _thread: threading.Thread | None = None
     _ready_for: Store | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pid: int | None = None
+
+    @property
+    def running_pid(self) -> int | None:
+        """The process id of the gate running now (``None``: none is)."""
+        return self._pid
 
     def store(self) -> Store:
         """The store, with the gate tables made and unfinished gates queued again."""
@@ -121,6 +167,9 @@ class GateJobs:
             try:
                 while (gate_id := self._next(store)) is not None:
                     self._run(store, gate_id)
+            except _Stopped:
+                _log.info("gate %s stopped with the service: it runs again on the next start",
+                          gate_id)  # fmt: skip
             except Exception:  # the store closed under it: the gate runs again on the next start
                 _log.exception("gate %s was not finished", gate_id)
 
@@ -162,19 +211,182 @@ class GateJobs:
         t0 = time.monotonic()
         data = json.loads(found[0])
         try:
-            row = run_gate(_spec(data), self.config).to_row()
-        except GradeboxError as exc:  # the sandbox or the environment: nothing was decided
-            _log.error("gate %s could not run: %s", gate_id, str(exc)[:500])
-            row = GateRow(data["id"], "needs_review", "infra_error",
-                          infra_error=str(exc)[:500]).to_row()  # fmt: skip
+            row = self._in_process(store, gate_id, _spec(data))
+        except _Stopped:
+            raise
         except Exception:  # a gradebox bug must not leave the gate running forever
             _log.exception("gate %s failed", gate_id)
-            row = GateRow(data["id"], "needs_review", "infra_error",
-                          infra_error="internal error").to_row()  # fmt: skip
+            row = _infra_row(data["id"], "internal error")
         self.state.metrics.stage("gate", "batch", time.monotonic() - t0)
         self.state.metrics.verdict("batch", row.get("verdict"))
         store.execute("UPDATE gates SET status = 'done', finished = ?, row = ? WHERE id = ?",
                       (time.time(), json.dumps(row), gate_id))  # fmt: skip
+
+    def _in_process(self, store: Store, gate_id: str, spec: GateSpec) -> dict[str, Any]:
+        """The gate's row, from a process of its own (see the module docstring)."""
+        limit = self.time_limit_s if self.time_limit_s is not None else time_limit(self.config)
+        with _GateProcess(spec, self.config) as proc:
+            self._pid = proc.pid
+            try:
+                ended = proc.wait(limit, alive=lambda: _open(store))
+            finally:
+                self._pid = None
+        return _settle(gate_id, spec.id, ended, limit)
+
+
+def time_limit(config: GateConfig) -> float:
+    """A generous wall clock for one gate's process under ``config``.
+
+    Every sandboxed run at its limit (each base run and the head run, and as many
+    again for their collections), an environment build at pip's limits, and ten
+    minutes for the rest: only a stuck gate reaches it.
+    """
+    runs = 2 * (config.base_runs + 1)
+    return runs * config.limits.timeout_s + _ENV_BUILD_S + _SLACK_S
+
+
+def child_env(environ: Mapping[str, str], tmp: Path) -> dict[str, str]:
+    """A gate process's environment: what git, pip and the sandbox need, and no secret.
+
+    Kept from ``environ`` (the server's): ``PATH``, ``HOME``, the locale, CA
+    certificates, proxies and pip's own settings (building a test environment
+    may need the operator's index and proxy); never a name that says key,
+    token, secret, password, credential or auth (``GRADEBOX_JUDGE_API_KEY``,
+    ``OPENAI_API_KEY``: service gates do not judge), nor any other ``GRADEBOX_``
+    setting. ``TMPDIR`` is ``tmp``: what the gate leaves there goes with it.
+    """
+    kept = {
+        name: value for name, value in environ.items()
+        if (name in _ENV_NAMES or name.startswith(_ENV_PREFIXES))
+        and not _SECRET_NAME.search(name)
+    }  # fmt: skip
+    return {**kept, "TMPDIR": str(tmp)}
+
+
+class _Stopped(RuntimeError):
+    """The app stopped while its gate ran (the gate is killed; it runs again on the next start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """How a gate's process ended."""
+
+    result: dict[str, Any] | None
+    """What it wrote (``None``: nothing readable)."""
+    code: int | None
+    """Its exit status (``None``: killed at its time limit)."""
+
+
+class _GateProcess:
+    """One gate in a fresh interpreter of its own; a context manager (kills and cleans up)."""
+
+    def __init__(self, spec: GateSpec, config: GateConfig) -> None:
+        self._payload = pickle.dumps((spec, config), protocol=pickle.HIGHEST_PROTOCOL)
+        self._box = Path(tempfile.mkdtemp(prefix="gradebox-gateproc-"))
+        self._box.chmod(0o755)  # the sandbox's uid reaches the gate's scratch dirs below it
+        tmp = self._box / "tmp"
+        tmp.mkdir(mode=0o755)
+        tmp.chmod(0o755)
+        # EOF on ``alive`` tells the process that the server is gone: the server holds its
+        # write end (never inherited: ``os.pipe`` fds are not) until the process has ended.
+        alive, self._alive = os.pipe()
+        try:
+            with (self._box / "result.json").open("wb") as out:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-I", "-c", BOOTSTRAP, _import_path(), str(alive)],
+                    stdin=subprocess.PIPE, stdout=out, cwd=tmp, env=child_env(os.environ, tmp),
+                    pass_fds=(alive,), start_new_session=True,
+                )  # fmt: skip
+        except BaseException:
+            os.close(self._alive)
+            shutil.rmtree(self._box, ignore_errors=True)
+            raise
+        finally:
+            os.close(alive)
+        self.pid = self._proc.pid
+
+    def wait(self, limit_s: float, *, alive: Callable[[], bool]) -> _Ended:
+        """Give the process its spec; wait for it to end, at most ``limit_s`` seconds.
+
+        Raises:
+            _Stopped: ``alive()`` said the app stopped meanwhile (the process is killed).
+        """
+        deadline = time.monotonic() + limit_s
+        payload: bytes | None = self._payload
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                self._proc.communicate(payload, timeout=min(_TICK_S, left))
+            except subprocess.TimeoutExpired:
+                payload = None  # given once: communicate() goes on writing what is left
+                if not alive():
+                    self.kill()
+                    raise _Stopped("the service stopped") from None
+                continue
+            return _Ended(self._result(), self._proc.returncode)
+        self.kill()
+        return _Ended(None, None)
+
+    def _result(self) -> dict[str, Any] | None:
+        with (self._box / "result.json").open("rb") as fh:
+            raw = fh.read(_RESULT_MAX + 1)
+        try:
+            result = json.loads(raw) if len(raw) <= _RESULT_MAX else None
+        except ValueError:
+            return None
+        return result if isinstance(result, dict) else None
+
+    def kill(self) -> None:
+        """Kill and reap the process's group (it, its helpers; sandboxes die with their parent)."""
+        with contextlib.suppress(ProcessLookupError):  # nothing of the group is left
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.communicate()
+
+    def __enter__(self) -> _GateProcess:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        # Also after it ended: a crashed process's helpers (git, pip) are still in its group.
+        self.kill()
+        os.close(self._alive)
+        shutil.rmtree(self._box, ignore_errors=True)
+
+
+def _import_path() -> str:
+    """This process's ``sys.path`` (relative entries made absolute), for the gate's to be."""
+    return json.dumps([os.path.abspath(entry) for entry in sys.path])
+
+
+def _settle(gate_id: str, spec_id: str, ended: _Ended, limit_s: float) -> dict[str, Any]:
+    """The gate's row from what its process wrote; anything else is an infrastructure error."""
+    result = ended.result or {}
+    row, message = result.get("row"), str(result.get("message"))[:4000]
+    if isinstance(row, dict) and isinstance(row.get("verdict"), str):
+        return row
+    if result.get("error") == "setup":  # the sandbox or the environment: nothing was decided
+        _log.error("gate %s could not run: %s", gate_id, message[:500])
+        return _infra_row(spec_id, message[:500])
+    if result.get("error") == "internal":
+        _log.error("gate %s failed in its process:\n%s", gate_id, message)
+        return _infra_row(spec_id, "internal error")
+    if ended.code is None:
+        why = f"the gate's process ran past its {limit_s:g} s limit and was killed"
+    else:
+        why = f"the gate's process ended without a row (exit status {ended.code})"
+    _log.error("gate %s: %s", gate_id, why)
+    return _infra_row(spec_id, why)
+
+
+def _infra_row(spec_id: str, why: str) -> dict[str, Any]:
+    return GateRow(spec_id, "needs_review", "infra_error", infra_error=why).to_row()
+
+
+def _open(store: Store) -> bool:
+    """Whether ``store`` is still open (closed: its app stopped)."""
+    try:
+        store.fetch_one("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return False
+    return True
 
 
 def _spec(data: dict[str, Any]) -> GateSpec:

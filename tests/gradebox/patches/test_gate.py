@@ -275,3 +275,15 @@ def test_head_and_base_take_branch_names_and_tags(repo, config, spec, fix):
     row = run_gate(gate, config).to_row()
     assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
     assert row["apply"]["strategy"] == "head"
+
+
+def test_a_grader_with_a_strict_umask_still_gates(repo, config, spec, fix, env_cache):
+    import os
+
+    cache = env_cache / "strict-umask"
+    old = os.umask(0o077)  # trees and environments must still be readable by the sandbox
+    try:
+        row = run_gate(spec(repo, repo.patch(fix)), dataclasses.replace(config, env_cache=cache))
+    finally:
+        os.umask(old)
+    assert (row.verdict, row.reason) == ("pass", "ok"), row.to_row()
