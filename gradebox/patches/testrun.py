@@ -261,19 +261,24 @@ def _status(case: Element) -> Status:
 
 
 def node_id(case: Element, tree: Path) -> str | None:
-    """The pytest node id of an xunit1 ``testcase`` (``file`` + classes + name)."""
+    """The pytest node id of an xunit1 ``testcase``, as the collection names it.
+
+    ``classname`` is pytest's node id with the module's path dotted, so the module
+    that *collected* the test is the longest dotted prefix that is a file of the
+    tree. The ``file`` attribute names where the function is *defined*, which for a
+    test inherited from a mixin in another module is not where it runs; it is used
+    only when ``classname`` names no file.
+    """
     name, file, classname = case.get("name"), case.get("file"), case.get("classname", "")
     if not name:
         return None
+    parts = classname.split(".") if classname else []
+    for cut in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:cut]) + ".py"
+        if (tree / candidate).is_file():
+            return "::".join([candidate, *parts[cut:], name])
     if not file:
-        parts = classname.split(".")
-        for cut in range(len(parts), 0, -1):
-            candidate = "/".join(parts[:cut]) + ".py"
-            if (tree / candidate).is_file():
-                file, classname = candidate, ".".join(parts)
-                break
-        else:
-            return None
+        return None
     module = file[:-3].replace("/", ".") if file.endswith(".py") else file
     classes = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
     return "::".join([file, *[c for c in classes.split(".") if c], name])

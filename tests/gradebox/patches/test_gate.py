@@ -287,3 +287,26 @@ def test_a_grader_with_a_strict_umask_still_gates(repo, config, spec, fix, env_c
     finally:
         os.umask(old)
     assert (row.verdict, row.reason) == ("pass", "ok"), row.to_row()
+
+
+MIXIN = """from calc.ops import mean
+
+
+class MeanChecks:
+    def test_mean_small(self):
+        assert mean([1, 2, 3]) == 2
+"""
+
+
+def test_tests_inherited_from_a_mixin_in_another_file_get_the_collected_ids(
+    tmp_path, config, spec, fix, repo_with
+):
+    # The JUnit ``file`` attribute names tests/mixins.py for both classes' test.
+    cases = "from tests.mixins import MeanChecks\n\n\nclass TestA(MeanChecks):\n    pass\n\n\n"
+    cases += "class TestB(MeanChecks):\n    pass\n"
+    r = repo_with(tmp_path / "r", {"tests/mixins.py": MIXIN, "tests/test_inherit.py": cases})
+    ids = TestIds(("tests/test_inherit.py::TestA::test_mean_small",), "auto")
+    row = run_gate(spec(r, r.patch(fix), tests=ids), config).to_row()
+    assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
+    assert row["tests"]["fail_to_pass"] == {"tests/test_inherit.py::TestA::test_mean_small": "F2P"}
+    assert "tests/test_inherit.py::TestB::test_mean_small" in row["tests"]["by_category"]["F2P"]
