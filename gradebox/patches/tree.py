@@ -297,7 +297,8 @@ def _parents(root: str, path: str, made: set[str]) -> None:
             os.mkdir(full)
         except FileExistsError:
             if os.path.islink(full) or not os.path.isdir(full):
-                raise PathRefused(f"{path!r}: lies below {up!r}, which is not a directory") from None
+                why = f"{path!r}: lies below {up!r}, which is not a directory"
+                raise PathRefused(why) from None
         os.chmod(full, 0o755, follow_symlinks=False)  # noqa: S103 - read by the sandbox's uid
         made.add(up)
 
