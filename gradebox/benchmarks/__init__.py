@@ -11,28 +11,39 @@ An import reads the benchmark's own file layout (each reader cites it), turns
 every check it can into a plain case whose expected value stays outside the
 sandbox, keeps the rest as tests of a test program, and reports what it did
 (:class:`ImportReport`). With a sandbox, the references run first to find
-where the benchmark's ``==`` is laxer than gradebox's compare.
+where the benchmark's ``==`` is laxer than gradebox's compare. A benchmark file
+is hostile input: an import is bounded in cases and bytes per row and per file
+(:class:`Bounds`, :mod:`gradebox.benchmarks.bounds`); a row over a bound is
+skipped whole, with its reason in the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from gradebox.benchmarks.bigcodebench import read_bigcodebench
+from gradebox.benchmarks.bounds import (
+    DEFAULT_BOUNDS,
+    Bounds,
+    FileTally,
+    TooLarge,
+    row_cases_message,
+)
 from gradebox.benchmarks.build import finish
 from gradebox.benchmarks.check import observe_references
 from gradebox.benchmarks.humaneval import read_humaneval, read_mbpp
 from gradebox.benchmarks.records import Draft, Equality, Format, ImportedTask, Skipped
 from gradebox.benchmarks.stdio import read_apps, read_livecodebench
-from gradebox.benchmarks.write import ImportReport, report_of, write_import
+from gradebox.benchmarks.write import ImportReport, report_of, write_import, written_bytes
 from sandbox.runner import Sandbox
 from sandbox.types import Limits
 
 __all__ = [
+    "DEFAULT_BOUNDS",
     "FORMATS",
+    "Bounds",
     "Equality",
     "Format",
     "ImportReport",
@@ -43,7 +54,13 @@ __all__ = [
 ]
 
 
-_READERS: dict[str, Callable[[Path], tuple[list[Draft], list[Skipped]]]] = {
+class _Reader(Protocol):
+    def __call__(
+        self, path: Path, *, bounds: Bounds = ...
+    ) -> tuple[list[Draft], list[Skipped]]: ...
+
+
+_READERS: dict[str, _Reader] = {
     "humaneval": read_humaneval,
     "mbpp": read_mbpp,
     "apps": read_apps,
@@ -89,6 +106,7 @@ def import_benchmark(
     jobs: int = 2,
     stdout: StdoutCompare = StdoutCompare(),
     challenge: bool = False,
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> tuple[list[ImportedTask], ImportReport]:
     """Read a benchmark file and build its tasks.
 
@@ -101,27 +119,45 @@ def import_benchmark(
         jobs: Reference runs at once.
         stdout: How stdio cases compare (tokens or exact, tolerances).
         challenge: (mbpp) Also import ``challenge_test_list``.
+        bounds: Cases and bytes per row and per file; a row over them is skipped
+            (in the report's ``skipped``), and nothing of it is in the tasks.
 
     Raises:
-        BadInput: The file is not in the format (every problem, ``file:line: ...``).
+        BadInput: The file is not in the format (every problem, ``file:line: ...``),
+            or the source itself is over ``bounds.file_bytes``.
         SetupError: The sandbox failed during the reference check.
     """
     if fmt == "mbpp":
-        drafts, skipped = read_mbpp(source, challenge=challenge)
+        drafts, skipped = read_mbpp(source, challenge=challenge, bounds=bounds)
     else:
-        drafts, skipped = _READERS[fmt](source)
+        drafts, skipped = _READERS[fmt](source, bounds=bounds)
+    drafts = _within_row_cases(drafts, bounds, skipped)
     observed = (
         observe_references(sandbox, drafts, limits or Limits(), jobs=jobs)
         if sandbox is not None
         else {}
     )
     tasks: list[ImportedTask] = []
+    tally = FileTally(bounds)
     for draft in drafts:
-        task = stdout.apply(
-            finish(draft, observed.get(draft.task_id) if sandbox else None, equality)
-        )
+        try:
+            task = stdout.apply(
+                finish(
+                    draft,
+                    observed.get(draft.task_id) if sandbox else None,
+                    equality,
+                    limit=bounds.row_bytes,
+                )
+            )
+        except TooLarge as exc:
+            skipped.append(Skipped(draft.task_id, "task", str(exc)))
+            continue
         if not task.cases:
             skipped.append(Skipped(draft.task_id, "task", "no check could be imported"))
+            continue
+        why = _admit(task, bounds, tally)
+        if why is not None:
+            skipped.append(Skipped(draft.task_id, "task", why))
             continue
         tasks.append(task)
     entries = {d.task_id: d.entry for d in drafts}
@@ -133,5 +169,31 @@ def import_benchmark(
         equality=equality,
         reference_checked=sandbox is not None,
         entries=entries,
+        bounds=bounds,
     )
     return tasks, report
+
+
+def _within_row_cases(drafts: list[Draft], bounds: Bounds, skipped: list[Skipped]) -> list[Draft]:
+    """The drafts with at most ``bounds.row_cases`` checks (before any reference runs)."""
+    kept = []
+    for draft in drafts:
+        checks = sum(s.role == "check" for s in draft.statements)
+        cases = checks + len(draft.tests) + len(draft.stdio)
+        if cases > bounds.row_cases:
+            why = row_cases_message(cases, bounds.row_cases)
+            skipped.append(Skipped(draft.task_id, "task", why))
+            continue
+        kept.append(draft)
+    return kept
+
+
+def _admit(task: ImportedTask, bounds: Bounds, tally: FileTally) -> str | None:
+    """``None`` when ``task`` is within the row's bounds and fits in the file's (counted)."""
+    cases = len(task.cases)
+    if cases > bounds.row_cases:
+        return row_cases_message(cases, bounds.row_cases)
+    size = written_bytes(task, stop_after=bounds.row_bytes)
+    if size > bounds.row_bytes:
+        return f"its lines take more than --max-row-bytes ({bounds.row_bytes})"
+    return tally.admit(cases, size)

@@ -21,6 +21,7 @@ import ast
 import sys
 from pathlib import Path
 
+from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds, TooLarge, check_code
 from gradebox.benchmarks.records import Draft, Skipped
 from gradebox.benchmarks.source import (
     Row,
@@ -73,24 +74,36 @@ def test_names(source: str) -> tuple[list[str], list[str]]:
     return tests, skipped
 
 
-def read_bigcodebench(path: Path) -> tuple[list[Draft], list[Skipped]]:
+def read_bigcodebench(
+    path: Path, *, bounds: Bounds = DEFAULT_BOUNDS
+) -> tuple[list[Draft], list[Skipped]]:
     """Read BigCodeBench tasks; each test method becomes a program case.
+
+    A task whose code would parse to more than ``bounds.row_bytes`` is skipped.
 
     Raises:
         BadInput: A record lacks a field or its test does not parse (all listed).
     """
-    rows, problems = read_rows(path)
+    skipped: list[Skipped] = []
+    rows, problems = read_rows(path, bounds=bounds, skipped=skipped)
     good: list[tuple[Row, dict[str, str]]] = []
     for row in rows:
         values = {k: field(row, k, str, problems, path) for k in _FIELDS}
         if None not in values.values():
             good.append((row, values))
-    skipped: list[Skipped] = []
     ids = [(v["task_id"], v["entry_point"]) for _, v in good]
     drafts = []
     for (row, v), (task_id, entry, fn) in zip(good, unique_fns(ids), strict=True):
         if not is_identifier(entry):
             problems.append(f"{path}:{row.line}: entry_point: {entry[:100]!r} is not an identifier")
+            continue
+        try:
+            libs_text = str(row.data.get("libs", ""))
+            check_code(
+                bounds.row_bytes, test=v["test"], prompt=v["complete_prompt"], libs=libs_text
+            )
+        except TooLarge as exc:
+            skipped.append(Skipped(task_id, "task", str(exc)))
             continue
         libs = _libs(row)
         foreign = [lib for lib in libs if lib not in sys.stdlib_module_names]

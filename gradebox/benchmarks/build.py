@@ -21,6 +21,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
+from gradebox.benchmarks.bounds import TooLarge, row_bytes_message
 from gradebox.benchmarks.records import Draft, Equality, ImportedTask, Retyped, Statement
 from sandbox.child.wire import Opaque, from_wire
 from sandbox.compare import judge_case, values_equal
@@ -55,8 +56,19 @@ def _resolved(error: str | None) -> str | None:
     return None if error is None else resolve_error_name(error)
 
 
-def program_source(draft: Draft, checks: list[int]) -> tuple[str, list[str]]:
-    """The test program running statements ``checks`` of ``draft``, and its test names."""
+def program_source(
+    draft: Draft, checks: list[int], *, limit: int | None = None
+) -> tuple[str, list[str]]:
+    """The test program running statements ``checks`` of ``draft``, and its test names.
+
+    Each check repeats the setup statements before it, so a program can grow as
+    the square of its row: with ``limit``, its size is reckoned first.
+
+    Raises:
+        TooLarge: The program would be more than ``limit`` characters (nothing is built).
+    """
+    if limit is not None:
+        _check_program_size(draft, checks, limit)
     parts = [draft.head.rstrip() + "\n"] if draft.head.strip() else []
     names: list[str] = []
     for index in checks:
@@ -71,10 +83,27 @@ def program_source(draft: Draft, checks: list[int]) -> tuple[str, list[str]]:
     return "".join(parts), names
 
 
+def _check_program_size(draft: Draft, checks: list[int], limit: int) -> None:
+    def indented(stmt: Statement) -> int:
+        return len(stmt.source) + 5 * (stmt.source.count("\n") + 1)
+
+    setup = 0
+    before: list[int] = []  # characters of the setup statements before each statement
+    for stmt in draft.statements:
+        before.append(setup)
+        if stmt.role == "setup":
+            setup += indented(stmt)
+    size = len(draft.head) + sum(before[i] + indented(draft.statements[i]) for i in checks)
+    if size > limit:
+        raise TooLarge(row_bytes_message("the test program", f"about {size} bytes", limit))
+
+
 def finish(
     draft: Draft,
     observed: Mapping[int, Observation] | None,
     equality: Equality,
+    *,
+    limit: int | None = None,
 ) -> ImportedTask:
     """Decide every statement of ``draft`` and build the task.
 
@@ -83,6 +112,10 @@ def finish(
         observed: What the reference returned for each converted statement (by
             statement index), or ``None`` when the reference check did not run.
         equality: ``strict`` or ``harness``.
+        limit: The most characters its test program may have (``--max-row-bytes``).
+
+    Raises:
+        TooLarge: The test program would be longer than ``limit``.
     """
     compare: Compare | None = "python" if equality == "harness" else None
     slots: list[HiddenCase | int] = []  # a case, or the index of a statement for the program
@@ -105,7 +138,7 @@ def finish(
         new_case, note = decided
         retyped.append(note)
         slots.append(new_case if new_case is not None else index)
-    return _assemble(draft, slots, tuple(retyped))
+    return _assemble(draft, slots, tuple(retyped), limit)
 
 
 def _lax(
@@ -164,10 +197,10 @@ def _opaque(v: object) -> bool:
 
 
 def _assemble(
-    draft: Draft, slots: list[HiddenCase | int], retyped: tuple[Retyped, ...]
+    draft: Draft, slots: list[HiddenCase | int], retyped: tuple[Retyped, ...], limit: int | None
 ) -> ImportedTask:
     checks = [s for s in slots if isinstance(s, int)]
-    source, names = program_source(draft, checks) if checks else ("", [])
+    source, names = program_source(draft, checks, limit=limit) if checks else ("", [])
     by_index = dict(zip(checks, names, strict=True))
     cases: list[HiddenCase] = []
     for slot in slots:

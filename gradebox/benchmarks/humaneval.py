@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gradebox.benchmarks.asserts import contains_assert, convert_statement, is_trivial
+from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds, TooLarge, check_code
 from gradebox.benchmarks.records import Draft, Skipped, Statement
 from gradebox.benchmarks.source import (
     alias_code,
@@ -54,13 +55,18 @@ def statements(body: list[ast.stmt], names: frozenset[str]) -> tuple[Statement, 
     return tuple(out)
 
 
-def read_humaneval(path: Path) -> tuple[list[Draft], list[Skipped]]:
+def read_humaneval(
+    path: Path, *, bounds: Bounds = DEFAULT_BOUNDS
+) -> tuple[list[Draft], list[Skipped]]:
     """Read a HumanEval file into drafts (one per problem).
+
+    A problem whose code would parse to more than ``bounds.row_bytes`` is skipped.
 
     Raises:
         BadInput: A record lacks a field, or its test has no ``check`` function.
     """
-    rows, problems = read_rows(path)
+    skipped: list[Skipped] = []
+    rows, problems = read_rows(path, bounds=bounds, skipped=skipped)
     good: list[tuple[Any, dict[str, str]]] = []
     for row in rows:
         values = {k: field(row, k, str, problems, path) for k in _HUMANEVAL_FIELDS}
@@ -71,10 +77,15 @@ def read_humaneval(path: Path) -> tuple[list[Draft], list[Skipped]]:
     ids = [(v["task_id"], v["entry_point"]) for _, v in good]
     drafts = []
     for (row, v), (_, entry, fn) in zip(good, unique_fns(ids), strict=True):
+        try:
+            check_code(bounds.row_bytes, test=v["test"], prompt=v["prompt"])
+        except TooLarge as exc:
+            skipped.append(Skipped(v["task_id"], "task", str(exc)))
+            continue
         drafts.append(_draft(path, row.line, v, entry, fn, problems))
     if problems:
         raise BadInput(problems)
-    return drafts, []
+    return drafts, skipped
 
 
 _HUMANEVAL_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
@@ -135,18 +146,21 @@ def _check_statements(
     return check, param, statements(check.body, frozenset({param, entry}))
 
 
-def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list[Skipped]]:
+def read_mbpp(
+    path: Path, *, challenge: bool = False, bounds: Bounds = DEFAULT_BOUNDS
+) -> tuple[list[Draft], list[Skipped]]:
     """Read MBPP, full (``mbpp.jsonl``) or sanitized (``sanitized-mbpp.json``), into drafts.
 
     Args:
         path: The file (JSON Lines or a JSON array).
         challenge: Also import ``challenge_test_list`` (full variant).
+        bounds: A task whose code would parse to more than ``row_bytes`` is skipped.
 
     Raises:
         BadInput: A record lacks a field or its asserts do not parse.
     """
-    rows, problems = read_rows(path)
     skipped: list[Skipped] = []
+    rows, problems = read_rows(path, bounds=bounds, skipped=skipped)
     parsed: list[tuple[str, str, list[ast.stmt], str, str, str, bool]] = []
     for row in rows:
         task_id = row.data.get("task_id")
@@ -162,6 +176,12 @@ def read_mbpp(path: Path, *, challenge: bool = False) -> tuple[list[Draft], list
             continue
         if challenge and isinstance(row.data.get("challenge_test_list"), list):
             tests = tests + row.data["challenge_test_list"]
+        try:
+            asserts = "".join(t for t in tests if isinstance(t, str))
+            check_code(bounds.row_bytes, code=code, test_list=asserts)
+        except TooLarge as exc:
+            skipped.append(Skipped(f"MBPP/{task_id}", "task", str(exc)))
+            continue
         body, entry = _asserts(path, row.line, tests, problems)
         if not entry:
             skipped.append(Skipped(f"MBPP/{task_id}", "task", "no assert calls a function"))

@@ -8,17 +8,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds
 from gradebox.benchmarks.records import Equality, Format, ImportedTask, Retyped, Skipped
 from gradebox.grade import Json
 from sandbox.child.wire import to_wire
 from sandbox.types import HiddenCase, PublicTask
 
-__all__ = ["ImportReport", "case_line", "public_line", "report_of", "write_import"]
+__all__ = [
+    "ImportReport",
+    "case_line",
+    "public_line",
+    "report_of",
+    "task_lines",
+    "write_import",
+    "written_bytes",
+]
 
 
 def case_line(case: HiddenCase) -> dict[str, Json]:
@@ -86,6 +94,8 @@ class ImportReport:
     """Cases where the reference's value differs in type from the benchmark's literal."""
     renamed: tuple[tuple[str, str, str], ...]
     """``(task id, entry point, fn)`` where another task already had the entry point."""
+    bounds: Bounds = DEFAULT_BOUNDS
+    """The bounds the import applied (rows over them are in ``skipped``)."""
 
     def to_json(self) -> dict[str, Json]:
         """The ``import_report.json`` object."""
@@ -114,6 +124,7 @@ class ImportReport:
                 for r in self.retyped
             ],
             "renamed": [{"task": t, "entry_point": e, "fn": f} for t, e, f in self.renamed],
+            "bounds": dict(self.bounds.to_json()),
         }
 
     def summary(self) -> str:
@@ -151,6 +162,7 @@ def report_of(
     equality: Equality,
     reference_checked: bool,
     entries: dict[str, str],
+    bounds: Bounds = DEFAULT_BOUNDS,
 ) -> ImportReport:
     """Count what ``tasks`` hold; ``entries`` maps task id to the benchmark's entry point."""
     kinds = [c.kind for t in tasks for c in t.cases]
@@ -169,42 +181,79 @@ def report_of(
         renamed=tuple(
             (t.task_id, entries[t.task_id], t.fn) for t in tasks if entries[t.task_id] != t.fn
         ),
+        bounds=bounds,
     )
 
 
-def _jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+_FILES = ("hidden.jsonl", "public.jsonl", "reference.jsonl", "benchmark.jsonl")
+
+
+def task_lines(task: ImportedTask) -> Iterator[tuple[str, dict[str, Json]]]:
+    """Every line ``task`` writes: ``(file name, object)``, in each file's order."""
+    for case in task.cases:
+        yield "hidden.jsonl", case_line(case)
+    yield "public.jsonl", public_line(task.public)
+    if task.reference is not None:
+        yield "reference.jsonl", {"fn": task.fn, "code": task.reference}
+    yield (
+        "benchmark.jsonl",
+        {"task_id": task.task_id, "fn": task.fn, "prefix": task.prefix, "suffix": task.suffix},
+    )
+
+
+def _encoded(row: dict[str, Json]) -> str:
+    return json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def written_bytes(task: ImportedTask, *, stop_after: int) -> int:
+    """Bytes (UTF-8) of the lines ``task`` writes; counting stops once past ``stop_after``.
+
+    A long string that many lines share (the test program of every program case)
+    is encoded once, not once a line: measuring costs what the task holds, not
+    what it would write.
+    """
+    encoded: dict[int, int] = {}  # id of a long string -> bytes of its JSON
+    total = 0
+    for _, row in task_lines(task):
+        short: dict[str, Json] = {}
+        for key, value in row.items():
+            long = isinstance(value, str) and len(value) >= _LONG
+            if long and id(value) not in encoded:
+                encoded[id(value)] = _utf8_len(json.dumps(value, ensure_ascii=False))
+            if long:
+                total += encoded[id(value)] - 2  # in place of the "" below
+            short[key] = "" if long else value
+        total += _utf8_len(_encoded(short))
+        if total > stop_after:
+            break
+    return total
+
+
+_LONG = 4096
 
 
 def write_import(out: Path, tasks: Sequence[ImportedTask], report: ImportReport) -> list[Path]:
     """Write every file of an import into ``out`` (created); return the paths written."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        name: out / name
-        for name in (
-            "hidden.jsonl",
-            "public.jsonl",
-            "reference.jsonl",
-            "benchmark.jsonl",
-            "import_report.json",
-        )
-    }
-    _jsonl(paths["hidden.jsonl"], [case_line(c) for t in tasks for c in t.cases])
-    _jsonl(paths["public.jsonl"], [public_line(t.public) for t in tasks])
-    _jsonl(
-        paths["reference.jsonl"],
-        [{"fn": t.fn, "code": t.reference} for t in tasks if t.reference is not None],
-    )
-    _jsonl(
-        paths["benchmark.jsonl"],
-        [{"task_id": t.task_id, "fn": t.fn, "prefix": t.prefix, "suffix": t.suffix} for t in tasks],
-    )
-    paths["import_report.json"].write_text(
+    paths = {name: out / name for name in _FILES}
+    files = {name: paths[name].open("w", encoding="utf-8") for name in _FILES}
+    try:
+        # Each file in task order: the task's hidden lines, then its other lines.
+        for task in tasks:
+            for name, row in task_lines(task):
+                files[name].write(_encoded(row))
+    finally:
+        for f in files.values():
+            f.close()
+    report_path = out / "import_report.json"
+    report_path.write_text(
         json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
-    written = list(paths.values())
+    written = [*paths.values(), report_path]
     if not any(t.reference is not None for t in tasks):
         paths["reference.jsonl"].unlink()
         written.remove(paths["reference.jsonl"])

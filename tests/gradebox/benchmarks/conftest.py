@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,3 +27,26 @@ def grade_rows(hidden: Path, samples: Path, public: Path | None = None) -> list[
 def grade() -> Callable[..., list[dict[str, Any]]]:
     """:func:`grade_rows`, for tests."""
     return grade_rows
+
+
+def zlib_bomb(mib: int) -> bytes:
+    """A valid zlib stream of ``mib`` MiB of zeros in about ``mib`` KB, built fast.
+
+    One MiB is compressed after a full flush (which resets the compressor), so its
+    bytes are the same every time: they are repeated, and the checksum computed.
+    """
+    zeros = bytes(1024 * 1024)
+    deflate = zlib.compressobj(9)
+    head = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    block = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    tail = deflate.flush()
+    check = 1
+    for _ in range(mib):
+        check = zlib.adler32(zeros, check)
+    return head + block * (mib - 1) + tail[:-4] + check.to_bytes(4, "big")
+
+
+@pytest.fixture(scope="session")
+def bomb() -> Callable[[int], bytes]:
+    """:func:`zlib_bomb`, for tests."""
+    return zlib_bomb
