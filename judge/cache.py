@@ -12,7 +12,8 @@ and the request is new.
 A third table keeps what probing an endpoint found (:meth:`ReplyCache.probe`),
 by endpoint, model and request options.
 
-What is stored is the reply as received (:class:`~judge.types.Reply`), with
+What is stored is the reply as received (:class:`~judge.types.Reply`), redacted
+of the API key (:mod:`judge.redact`: nothing the endpoint quotes of it is written), with
 the request that was sent beside it for audit (:meth:`ReplyCache.request`).
 Beside it, in a second table, the *checked* result (the row's ``judge`` field
 without latency, cache hit and attempts) under an *input key*
@@ -78,10 +79,11 @@ _LOGIC_MODULES = (
     "judge.core",
     "judge.neutralize",
     "judge.prompt",
+    "judge.redact",
     "judge.reply",
     "judge.types",
 )
-"""The modules whose code decides a stored result: rendering, checking, building."""
+"""The modules whose code decides a stored result: rendering, redacting, checking, building."""
 
 
 @functools.cache

@@ -18,6 +18,10 @@ Repeats (``config.repeat`` > 1): each item is asked N times, never from the
 cache; every reply is stored under its own key (the request key with the
 repeat's index), and the result is the majority (:func:`judge.repeat.combine`).
 
+The API key: every reply and error is redacted of it as it arrives, and
+whatever is read back from the cache is redacted again; while the judge is
+open, the HTTP stack's loggers are filtered the same way (:mod:`judge.redact`).
+
 Concurrency: the lookups run in the calling thread; the misses are sent from a thread pool of
 ``config.concurrency`` workers sharing one synchronous openai client (its
 connection pool is thread-safe). Threads rather than asyncio because the
@@ -57,6 +61,7 @@ from judge.errors import (
     ServerError,
 )
 from judge.prompt import PromptBuilder, RenderedPrompt
+from judge.redact import RedactingFilter, Redactor
 from judge.repeat import combine
 from judge.reply import ReplyChecker, Violation
 from judge.types import JudgeItem, JudgeResult, ReasonCode, Reply, ResponseMode
@@ -124,8 +129,14 @@ class Judge:
         else:
             client = client.with_options(max_retries=0)
         self._client = client
-        self._endpoint = Endpoint(client, config)
+        keys = [getattr(client, name, None) for name in ("api_key", "admin_api_key")]
+        self._redact = Redactor([config.api_key, *(k for k in keys if k != _NO_KEY)])
+        self._endpoint = Endpoint(client, config, redactor=self._redact)
         self._cache = _open_cache(config)
+        self._log_filter: RedactingFilter | None = None
+        if self._redact:  # after what can fail: a judge that exists is one close() detaches
+            self._log_filter = RedactingFilter(self._redact)
+            self._log_filter.attach()
         self._prepared: dict[str, _Prepared] = {}
         self._contexts: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -234,7 +245,7 @@ class Judge:
         if found is None or time.time() - found[1] > self._config.probe_ttl_s:
             return None
         try:
-            report = ProbeReport.from_json(json.loads(found[0]))
+            report = ProbeReport.from_json(json.loads(self._redact.text(found[0])))
         except ValueError:  # a damaged row: probe again
             return None
         return replace(report, cached=True)
@@ -477,6 +488,7 @@ class Judge:
         for i, item, key in wanted:
             stored = found.get(key)
             if stored is not None:
+                stored = (stored[0], self._redact.text(stored[1]))  # as for stored replies
                 result = _decode(stored, prepared[item.rubric_name], latency_ms)
                 if result is not None:
                     results[i] = result
@@ -497,6 +509,7 @@ class Judge:
         reply = self._cache.get(plan.key)
         if reply is None:
             return None
+        reply = self._redact.reply(reply)  # stored by an older version, perhaps unredacted
         return _interpret(reply, plan, plan.started, hit=True, attempts=0)
 
     def _ask(self, plan: _Plan, bypass_cache: bool, *, result: bool = True) -> JudgeResult:
@@ -517,11 +530,13 @@ class Judge:
         return judged
 
     def close(self) -> None:
-        """Close the cache, and the client when the judge built it."""
+        """Close the cache, and the client when the judge built it; stop filtering logs."""
         if self._cache is not None:
             self._cache.close()
         if self._owned:
             self._client.close()
+        if self._log_filter is not None:
+            self._log_filter.detach()
 
     def __enter__(self) -> Judge:
         return self

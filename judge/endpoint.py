@@ -13,7 +13,9 @@ The retry policy (tenacity):
   ``attempts`` set; the judge records ``unavailable``.
 
 The openai client's own retries are switched off (``max_retries=0``) so that
-this is the only policy. Structured output: each request is sent with the
+this is the only policy. Every reply and every error is redacted of the API key
+as it arrives (:mod:`judge.redact`), before anything reads, stores or raises it.
+Structured output: each request is sent with the
 :class:`~judge.capabilities.Capabilities` the probe chose (response-format rung,
 temperature policy, token parameter). A 400 that names ``response_format`` /
 ``json_schema`` asks *that request* again one rung down; it never changes the
@@ -50,6 +52,7 @@ from judge.errors import (
     StructuredOutputUnsupported,
     TransientError,
 )
+from judge.redact import Redactor
 from judge.reply import SCHEMA_NAME
 from judge.types import Reply, ResponseMode, Tokens
 
@@ -72,6 +75,7 @@ class Endpoint:
         config: JudgeConfig,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        redactor: Redactor | None = None,
     ) -> None:
         """Wrap ``client`` (whose own retries must be off) for ``config``'s model.
 
@@ -79,10 +83,13 @@ class Endpoint:
             client: The openai client, pointed at the endpoint.
             config: Model, seed, timeout and retry settings.
             sleep: How to wait between attempts (tests may record waits).
+            redactor: Cuts the API key out of every reply and error as it arrives
+                (:mod:`judge.redact`); ``None``: ``config.api_key``'s.
         """
         self._client = client
         self._config = config
         self._sleep = sleep
+        self._redact = redactor if redactor is not None else Redactor([config.api_key])
 
     def complete(
         self, messages: Messages, schema: dict[str, Any], caps: Capabilities
@@ -176,9 +183,16 @@ class Endpoint:
                 extra_body=body or None,
                 **sampling,
             )
+            reply = _reply_from(completion, caps.rung)
         except openai.OpenAIError as exc:
-            raise map_openai_error(exc) from exc
-        return _reply_from(completion, caps.rung)
+            mapped = map_openai_error(exc)
+            self._redact.exception(exc)  # the cause a traceback shows, and its body
+            self._redact.exception(mapped)
+            raise mapped from exc
+        except EndpointError as exc:  # not a chat completion: the message quotes it
+            self._redact.exception(exc)
+            raise
+        return self._redact.reply(reply)
 
 
 def request_body(cfg: JudgeConfig, caps: Capabilities) -> dict[str, Any]:

@@ -24,8 +24,32 @@ would be fragile; together they leave the code nothing to forge):
 5. **Line structure kept honest.** ``\r\n`` and lone ``\r`` become ``\n`` (as
    Python's tokenizer counts lines, so issue line numbers stay right); other
    vertical separators (``\v``, ``\f``, ``\x1c``-``\x1e``, ``\x85``,
-   ``\u2028``, ``\u2029``) and bidirectional controls (Trojan Source) are
-   shown as visible ``\uXXXX`` escapes, so the judge sees what is there.
+   ``\u2028``, ``\u2029``) are shown as escapes (below).
+6. **Nothing invisible, nothing that looks like a boundary.** Right after line ends,
+   above, these are shown as Python escapes (``\u200b``, ``\uff1c``,
+   ``\U000e0041``), which mean the same character inside a string literal and
+   show the judge what is there anywhere else:
+
+   - every *invisible* character: control characters other than tab and newline
+     (``Cc``), format characters (``Cf``: zero-width spaces and joiners, the soft
+     hyphen, ``U+2060``-``U+2064``, ``U+FEFF``, bidirectional controls of Trojan
+     Source, tag characters), line and paragraph separators, lone surrogates, and
+     every other default-ignorable code point (variation selectors, the combining
+     grapheme joiner, Hangul fillers, the whole ``U+E0000`` block);
+   - every *look-alike of* ``<`` *or* ``>`` (:data:`ANGLE_LOOKALIKES`): what NFKC
+     turns into one (full-width ``U+FF1C``, small ``U+FE64``), what Unicode's
+     confusables (UTS #39) map to ``<``, ``>`` or runs of them (``U+2039``,
+     ``U+02C2``, ``U+1438``, ``U+276E``, ``≪``, ``⋘``...), and the angle brackets
+     (``〈``, ``〈``, ``⟨``, ``❬``, ``⧼``, ``⫷``...);
+   - a combining mark placed on ``<``, ``>`` or on an escape (``<`` with an
+     accent still reads as ``<``).
+
+   So no invisible character can split a ``<<<`` that a reader (or NFKC) would
+   join again, and no look-alike can draw one. Honest code reads the same:
+   accented and non-Latin letters, CJK text (``く`` looks like ``〈``, not like
+   ``<``; ``《》`` and ``«»`` are quotation marks), emoji, and ``<``, ``<<`` and
+   a doctest's ``>>>`` themselves are left as they are. An emoji sequence joined
+   by ``U+200D`` or carrying ``U+FE0F`` shows those two as escapes.
 
 The system prompt then says that what lies between the boundaries is data,
 and the user prompt repeats it after the block (see ``rubrics/prompts/``).
@@ -36,9 +60,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["BOUNDARY_PREFIX", "Boundaries", "boundaries", "neutralize", "number_lines"]
+__all__ = [
+    "ANGLE_LOOKALIKES",
+    "BOUNDARY_PREFIX",
+    "Boundaries",
+    "boundaries",
+    "neutralize",
+    "number_lines",
+]
 
 BOUNDARY_PREFIX = "<<<"
 """Every boundary line starts with this; neutralised text never contains it."""
@@ -49,9 +81,30 @@ _CHAT_CLOSE = re.compile(r"\|(?=>)")
 _ROLE_TAG = re.compile(
     r"<(?=/?(?:system|user|assistant|developer|tool|human|im_start|im_end)\b)", re.IGNORECASE
 )
-_INVISIBLE = re.compile(
-    "[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]"
+ANGLE_LOOKALIKES = frozenset(
+    "\u02c2\u02c3"  # modifier letter left / right arrowhead (confusable)
+    "\u1433\u1438"  # Canadian syllabics po, pa (confusable)
+    "\u16b2"  # runic letter kauna (confusable)
+    "\u2039\u203a"  # single angle quotation marks (confusable)
+    "\u226a\u226b\u22d8\u22d9\u2a20"  # much / very much less and greater (<<, <<<)
+    "\u2aa1\u2aa2\u2af7\u2af8"  # double and triple nested less- and greater-than
+    "\u2329\u232a\u3008\u3009\u27e8\u27e9"  # angle brackets
+    "\u276c\u276d\u276e\u276f\u29fc\u29fd"  # angle bracket ornaments, curved brackets
+    "\u31db"  # CJK stroke pd (confusable with the angle brackets)
+    "\ufe64\ufe65\uff1c\uff1e"  # small and full-width (NFKC: < and >)
+    "\U0001d236\U0001d237"  # Greek instrumental notation symbols 40 and 42 (confusable)
+    "\U00016f3f"  # Miao letter archaic zza (confusable)
 )
+"""Characters that render like ``<`` or ``>`` (or runs of them): shown as escapes."""
+_DEFAULT_IGNORABLE = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u3164\ufe00-\ufe0f\uffa0"
+    "\ufff0-\ufff8\U000e0000-\U000e0fff]"
+)
+"""Default-ignorable code points that are not format characters (Unicode's
+DerivedCoreProperties; the format characters are found by category)."""
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_NOT_PLAIN = re.compile("[^\t\n\x20-\x7e]")
+"""Anything but printable ASCII, tab and newline: the characters looked at one by one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +131,44 @@ def neutralize(text: str) -> str:
 
     Returns:
         The text with no ``<<<``, no chat-template or role markers, ``\n`` line
-        ends, and invisible separators and bidi controls shown as escapes.
-        Same number of lines; idempotent.
+        ends, and invisible characters and look-alikes of ``<`` and ``>`` shown
+        as escapes. Same number of lines; idempotent.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = _show_hidden(text)
     text = _CHAT_OPEN.sub("< ", text)
     text = _CHAT_CLOSE.sub("| ", text)
     text = _ROLE_TAG.sub("< ", text)
     return _TRIPLE.sub("<< ", text)
+
+
+def _show_hidden(text: str) -> str:
+    """Escape every invisible character, look-alike of ``<``/``>``, and mark placed on one."""
+    pieces: list[str] = []
+    done = 0
+    for match in _NOT_PLAIN.finditer(text):
+        char, at = match.group(), match.start()
+        on_angle = at > 0 and (text[at - 1] in "<>" or (done == at and bool(pieces)))
+        if _hidden(char) or (on_angle and unicodedata.category(char).startswith("M")):
+            pieces += [text[done:at], _escape(char)]
+            done = at + 1
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _hidden(char: str) -> bool:
+    return (
+        unicodedata.category(char) in _HIDDEN_CATEGORIES
+        or char in ANGLE_LOOKALIKES
+        or _DEFAULT_IGNORABLE.match(char) is not None
+    )
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def number_lines(code: str) -> str:

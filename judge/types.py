@@ -126,7 +126,7 @@ class Tokens:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """One completed HTTP exchange, as received (and as cached)."""
+    """One completed HTTP exchange, as received (and as cached), redacted of the API key."""
 
     content: str | None
     """The message content: the JSON the judge wrote, or whatever it wrote instead."""
@@ -340,7 +340,8 @@ class JudgeResult:
     reason: str | None = None
     """Human-readable detail for :attr:`reason_code`."""
     raw: str | None = None
-    """The reply as received, kept for a human (always, when there was one)."""
+    """The reply as received (redacted of the API key), kept for a human (always, when
+    there was one)."""
     key: str = ""
     """The request's cache key (SHA-256); the cache keeps the full request under it."""
     repeat: Repeat | None = None

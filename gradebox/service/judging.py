@@ -35,25 +35,37 @@ Tenants are kept apart (each token's id is its **owner**):
   queued judgements cost no call to the endpoint and their rows are settled as
   ``unavailable`` (:data:`UNWANTED`); one already at the endpoint finishes, and
   its answer is dropped the same way.
+
+**The endpoint's words stay on the server.** An ``unavailable`` judgement the
+endpoint caused (an error status, a timeout, no connection) reaches the row with
+the fixed reason :data:`UNAVAILABLE` and its ``reason_code``; the endpoint's own
+message, which a proxy may fill with anything (the key it was sent, quoted back,
+is cut out by the judge: :mod:`judge.redact`), goes to the server log only. The
+service's own reasons (a full backlog, a revoked token) are shown as they are.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from gradebox.grade import MAX_TEXT
 from gradebox.pipeline.core import Annotation, Graded
 from judge import JudgeResult
 
 if TYPE_CHECKING:
     from gradebox.pipeline.judge import JudgeStage
 
-__all__ = ["UNWANTED", "JudgeService"]
+__all__ = ["UNAVAILABLE", "UNWANTED", "JudgeService"]
 
+UNAVAILABLE = "the judge endpoint gave no usable answer; the server's log has the detail"
+"""The ``reason`` a client reads of an ``unavailable`` judgement the endpoint caused: the
+endpoint's own text (redacted of the key by the judge) goes to the log, never to a row."""
 UNWANTED = "the token that asked for it was revoked or expired; the judgement was not made"
 """The reason of a deferred judgement whose owner stopped being live."""
 _BACKLOG_FULL = "the judge's backlog is full; the judgement was not made"
@@ -123,10 +135,11 @@ class JudgeService:
 
     def _judge(self, graded: Graded, owner: str) -> Annotation:
         try:
-            return self.stage.run([graded], scope=owner)[0]
+            note = self.stage.run([graded], scope=owner)[0]
         except Exception as exc:  # as the pipeline does: unavailable, never a verdict
             message = f"judge stage error: {type(exc).__name__}"
             return self.stage.crashed([graded], message)[0]
+        return _public(note, graded.sample_id)
 
     def _serve(self) -> None:
         """One deferred-judgement thread: the next owner's turn, until closed."""
@@ -175,6 +188,23 @@ class JudgeService:
             for thread in self._threads:
                 thread.join()
         self._closed.set()
+
+
+def _public(note: Annotation, sample_id: str) -> Annotation:
+    """``note`` with an ``unavailable`` reason replaced by :data:`UNAVAILABLE`.
+
+    The real reason (the endpoint's words, already redacted of the key) goes to the
+    log, cut to :data:`~gradebox.grade.MAX_TEXT` printable characters.
+    """
+    result = note.value
+    if not isinstance(result, JudgeResult) or result.status != "unavailable":
+        return note
+    if result.reason:
+        text = "".join(c if c.isprintable() else "?" for c in result.reason[:MAX_TEXT])
+        _log.warning(
+            "judge: sample %.80r: unavailable (%s): %s", sample_id, result.reason_code, text
+        )
+    return Annotation(dataclasses.replace(result, reason=UNAVAILABLE))
 
 
 _Job = tuple[Graded, Callable[[Annotation], Any]]
