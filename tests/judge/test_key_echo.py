@@ -22,28 +22,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from openai_server import Scripted, ScriptedServer, completion, default_schema, valid_reply
+from key_echo import Canary, EchoServer
+from openai_server import Scripted, completion, default_schema, valid_reply
 
 from judge import Judge, JudgeConfig, RequestRejected
 from judge.capabilities import Capabilities
 
-KEY = "sk-canary-Q7f3e9d1c4b2a6e8-KEYTAIL"
-"""The canary: the judge's configured key."""
-SHORTEST = 8
-"""Any run of this many characters of the key counts as the key (``judge.redact``)."""
-MASKED = KEY[:8] + "*" * 20 + KEY[-4:]
-"""OpenAI's own masked form: first 8 and last 4 characters (the 8 are a leak too)."""
-PARTIAL = KEY[4:21] + "..."
-"""A proxy that prints a middle part."""
-GRAMS = {KEY[i : i + SHORTEST].lower() for i in range(len(KEY) - SHORTEST + 1)}
-
-
-def leaks(text: str | bytes) -> list[str]:
-    """Every 8-character run of the key found in ``text`` (case-insensitive)."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    low = text.lower()
-    return sorted(g for g in GRAMS if g in low)
+CANARY = Canary("sk-canary-Q7f3e9d1c4b2a6e8-KEYTAIL", slice(4, 21))
+KEY, MASKED, PARTIAL = CANARY.key, CANARY.masked, CANARY.partial
+"""The canary (the judge's configured key) and the masked and partial forms proxies print."""
+leaks = CANARY.leaks
 
 
 def assert_clean(where: str, text: str | bytes) -> None:
@@ -51,24 +39,9 @@ def assert_clean(where: str, text: str | bytes) -> None:
     assert not found, f"the key leaked into {where}: {found[:3]}"
 
 
-class EchoServer(ScriptedServer):
-    """The scripted server, with the key in the status line and a header of every reply."""
-
-    def _handler(self) -> Any:
-        base = super()._handler()
-
-        class Handler(base):  # type: ignore[misc, valid-type]
-            def send_response(self, code: int, message: str | None = None) -> None:
-                super().send_response(code, f"Denied for {KEY}")
-                self.send_header("X-Request-ID", KEY)
-                self.send_header("X-Upstream-Auth", f"Bearer {MASKED} ({PARTIAL})")
-
-        return Handler
-
-
 @pytest.fixture
 def echo() -> Iterator[EchoServer]:
-    srv = EchoServer().start()
+    srv = EchoServer(CANARY).start()
     yield srv
     srv.stop()
 

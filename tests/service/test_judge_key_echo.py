@@ -24,7 +24,8 @@ from typing import Any
 
 import anyio
 import pytest
-from openai_server import Scripted, ScriptedServer, answer, completion
+from key_echo import Canary, EchoServer
+from openai_server import Scripted, answer, completion
 
 from gradebox.pipeline.judge import JudgeStage
 from gradebox.service.judging import UNAVAILABLE
@@ -33,10 +34,8 @@ from judge import Judge, JudgeConfig
 
 pytestmark = pytest.mark.anyio
 
-KEY = "sk-canary-svc-0d8c6b4a2e1f9735-KEYEND"
-MASKED = KEY[:8] + "*" * 20 + KEY[-4:]
-PARTIAL = KEY[5:22] + "..."
-GRAMS = {KEY[i : i + 8].lower() for i in range(len(KEY) - 7)}
+CANARY = Canary("sk-canary-svc-0d8c6b4a2e1f9735-KEYEND", slice(5, 22))
+KEY, MASKED, PARTIAL = CANARY.key, CANARY.masked, CANARY.partial
 GOOD = "def inc(x: int) -> int:\n    return x + 1\n"
 TASK = {
     "public": {"fn": "inc", "spec": "Return x plus one.", "signature": "def inc(x: int) -> int"},
@@ -48,7 +47,7 @@ TASK = {
 def assert_clean(where: str, text: str | bytes) -> None:
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    found = sorted(g for g in GRAMS if g in text.lower())
+    found = CANARY.leaks(text)
     assert not found, f"the key leaked into {where}: {found[:3]}"
 
 
@@ -71,24 +70,9 @@ def echoing_reply(body: dict[str, Any]) -> Scripted:
 REPLIES = {"401": unauthorized, "500": server_error, "200": echoing_reply}
 
 
-class EchoEndpoint(ScriptedServer):
-    """The scripted server, with the key in the status line and headers of every reply."""
-
-    def _handler(self) -> Any:
-        base = super()._handler()
-
-        class Handler(base):  # type: ignore[misc, valid-type]
-            def send_response(self, code: int, message: str | None = None) -> None:
-                super().send_response(code, f"Denied for {KEY}")
-                self.send_header("X-Request-ID", KEY)
-                self.send_header("X-Upstream-Auth", f"Bearer {MASKED} ({PARTIAL})")
-
-        return Handler
-
-
 @pytest.fixture
-def echo() -> Iterator[EchoEndpoint]:
-    srv = EchoEndpoint().start()
+def echo() -> Iterator[EchoServer]:
+    srv = EchoServer(CANARY).start()
     yield srv
     srv.stop()
 
@@ -132,7 +116,7 @@ def logs() -> Iterator[Captured]:
 
 
 @pytest.fixture
-def stage(echo: EchoEndpoint, tmp_path: Path) -> Iterator[JudgeStage]:
+def stage(echo: EchoServer, tmp_path: Path) -> Iterator[JudgeStage]:
     """The CLI's judge stage as ``gradebox serve`` builds it, with quick retries."""
     env = {
         "GRADEBOX_JUDGE_BASE_URL": echo.base_url,
