@@ -50,7 +50,7 @@ the candidate's own identifiers, or come from a worker."""
 Json: TypeAlias = bool | int | float | str | list["Json"] | dict[str, "Json"] | None
 """A plain JSON value."""
 
-_FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "not_raised", "crash")
+_FAILED: tuple[CaseOutcome, ...] = ("wrong", "error", "not_raised", "crash", "resource")
 Cap = Literal["memory", "processes"]
 """A cap on a candidate's whole process tree."""
 TaskKind = Literal["stdio", "program"]
@@ -132,7 +132,7 @@ class TestsReport:
 
     @property
     def failed(self) -> list[int]:
-        """Indexes of cases that failed (wrong, error or crash)."""
+        """Indexes of cases that failed (wrong, error, not_raised, crash or resource)."""
         return [i for i, o in enumerate(self.outcomes) if o in _FAILED]
 
     @property

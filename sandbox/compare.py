@@ -246,7 +246,7 @@ def judge_case(case: HiddenCase, obs: Observation) -> CaseResult:
 
     Returns:
         ``ok``, ``wrong`` or ``error`` for a call that ended; ``timeout``,
-        ``crash`` or ``not_run`` as observed.
+        ``crash``, ``resource`` or ``not_run`` as observed.
 
     Example:
         >>> from sandbox.types import make_case
@@ -265,6 +265,8 @@ def judge_case(case: HiddenCase, obs: Observation) -> CaseResult:
         return CaseResult("timeout", "the case ran out of time")
     if obs.status == "crash":
         return CaseResult("crash", "the process died")
+    if obs.status == "resource":
+        return CaseResult("resource", f"stopped at a cap on the process tree ({obs.detail})")
     return CaseResult("not_run", "the case was not run")
 
 
@@ -310,8 +312,10 @@ def _holds_opaque(v: object) -> bool:
 
 
 #: A token that is a number: optional sign, digits with an optional fraction, exponent.
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_INTEGER = re.compile(r"[+-]?\d+")
+#: ASCII digits only: ``float()`` and ``int()`` also read other scripts' digits.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: An integer token: optional sign, then digits (leading zeros allowed).
+_INTEGER = re.compile(r"([+-]?)0*([0-9]+)")
 #: Tolerances of numeric stdout tokens when a case sets neither ``tol`` nor ``rel_tol``.
 STDOUT_TOL: Final = 1e-9
 STDOUT_REL_TOL: Final = 1e-9
@@ -329,12 +333,23 @@ def stdout_equal(
 
     ``exact`` compares the texts as they are. ``tokens`` (the default) splits both
     on whitespace (so line endings, trailing blanks and blank lines do not
-    count), then compares token by token: equal text, or both numbers within
-    the tolerances (integers with no tolerance compare exactly, as integers).
+    count), then compares token by token:
+
+    - two integer tokens (an optional sign, then ASCII digits) are equal only
+      when they are the same integer, whatever their length, and whatever the
+      tolerances: by value, so ``007``, ``+7`` and ``7`` are one integer, as are
+      ``-0`` and ``0``;
+    - when either token is a number written as a non-integer (a fraction or an
+      exponent: ``7.0``, ``1e-3``), both are read as floats and compared within
+      the tolerances (``tol`` absolute, ``rel_tol`` relative, ``1e-9`` each by
+      default);
+    - anything else compares as text.
 
     Example:
         >>> stdout_equal("0.3333333333\n", "0.333333333333"), stdout_equal("1 2", "1  2\n")
         (True, True)
+        >>> stdout_equal("1000000007", "1000000008"), stdout_equal("7", "+007")
+        (False, True)
     """
     if compare == "exact":
         return expected == actual
@@ -344,19 +359,29 @@ def stdout_equal(
     if tol is None and rel_tol is None:
         tol, rel_tol = STDOUT_TOL, STDOUT_REL_TOL
     tols = (tol or 0.0, rel_tol or 0.0)
-    return all(w == g or _numbers_close(w, g, tols) for w, g in zip(want, got, strict=True))
+    return all(w == g or _tokens_equal(w, g, tols) for w, g in zip(want, got, strict=True))
 
 
-def _numbers_close(want: str, got: str, tol: tuple[float, float]) -> bool:
+def _tokens_equal(want: str, got: str, tol: tuple[float, float]) -> bool:
+    int_want, int_got = _INTEGER.fullmatch(want), _INTEGER.fullmatch(got)
+    if int_want and int_got:
+        return _integer_key(int_want) == _integer_key(int_got)
     if not (_NUMBER.fullmatch(want) and _NUMBER.fullmatch(got)):
         return False
-    if _INTEGER.fullmatch(want) and _INTEGER.fullmatch(got) and len(want) + len(got) > 30:
-        return int(want) == int(got)  # big integers: floats would round them together
     try:
         a, b = float(want), float(got)
     except (ValueError, OverflowError):
         return False
     return math.isfinite(a) and math.isfinite(b) and _close(a, b, tol)
+
+
+def _integer_key(match: re.Match[str]) -> tuple[bool, str]:
+    """An integer token's value as (negative, digits without leading zeros).
+
+    Read from the text, never through ``int()``: no digit limit, linear time.
+    """
+    sign, digits = match.group(1), match.group(2)
+    return (sign == "-" and digits != "0", digits)
 
 
 def _judge_stdout(case: HiddenCase, value: object) -> CaseResult:

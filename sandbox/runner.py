@@ -200,13 +200,13 @@ class Sandbox:
             self._discard(worker)
             worker = None
             res = _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
-            return replace(res, caps_hit=caps)
+            return _with_caps(res, caps)
         except WorkerDied:
             caps = worker.caps_hit() if worker is not None else ()
             self._discard(worker)
             worker = None
             res = _all(cases, "crash", "sandbox process ended", time.monotonic() - t0)
-            return replace(res, caps_hit=caps)
+            return _with_caps(res, caps)
         except WorkerError as exc:
             self._discard(worker)
             worker = None
@@ -217,7 +217,7 @@ class Sandbox:
             )
         finally:
             self._idle.put(worker)
-        return replace(_decode_reply(reply, len(cases), time.monotonic() - t0), caps_hit=caps)
+        return _with_caps(_decode_reply(reply, len(cases), time.monotonic() - t0), caps)
 
     def self_check(self) -> None:
         """Prove the isolation holds; raise :class:`IsolationUnavailable` if not."""
@@ -449,6 +449,31 @@ def _all(cases: Sequence[Any], status: Any, detail: str, wall: float) -> RunResu
     return RunResult(
         observations=tuple(Observation(status, detail=detail) for _ in cases), wall_s=wall
     )
+
+
+#: What the sandbox saw of a case the whole tree's caps may have stopped.
+_UNFINISHED = ("timeout", "crash")
+
+
+def _with_caps(res: RunResult, caps: tuple[str, ...]) -> RunResult:
+    """Add the caps the run hit; a case that did not finish in such a run is ``resource``.
+
+    The cgroup counts per candidate, not per case: ``resource`` says the case ran
+    out of time or its process died while the tree was at a cap (a fork bomb
+    retrying at the process cap until its clock runs out, a tree killed at the
+    memory cap), and ``detail`` names the caps. A case that returned or raised
+    ended on its own terms and keeps its observation.
+    """
+    if not caps:
+        return res
+    detail = ", ".join(caps)
+    observations = tuple(
+        Observation("resource", detail=detail, duration_s=o.duration_s)
+        if o.status in _UNFINISHED
+        else o
+        for o in res.observations
+    )
+    return replace(res, observations=observations, caps_hit=caps)
 
 
 def _infra_message(exc: WorkerError) -> str:

@@ -24,10 +24,14 @@ __all__ = [
     "make_case",
 ]
 
-CaseOutcome = Literal["ok", "wrong", "error", "not_raised", "timeout", "crash", "not_run"]
+CaseOutcome = Literal[
+    "ok", "wrong", "error", "not_raised", "timeout", "crash", "resource", "not_run"
+]
 """How one hidden case ended for one candidate, after comparison: ``error`` is an
 exception raised where none (or another) was expected, ``not_raised`` a value
-returned where the case expected an exception."""
+returned where the case expected an exception, ``resource`` a case that ran out
+of time or whose process died in a run that hit a cap on the whole process tree
+(:attr:`RunResult.caps_hit` names it)."""
 
 CaseKind = Literal["function", "stdio", "program"]
 """What a hidden case runs: ``function`` calls the task's function with arguments;
@@ -37,11 +41,16 @@ CaseKind = Literal["function", "stdio", "program"]
 Compare = Literal["strict", "python", "tokens", "exact"]
 """How a case's result is compared: ``strict`` (type-strict, the default of
 function cases) or ``python`` (the benchmark harness's own ``==``) for function
-cases; ``tokens`` (whitespace-normalised, numbers within ``tol``/``rel_tol``, the
-default of stdio cases) or ``exact`` (byte for byte) for stdio cases."""
+cases; ``tokens`` (whitespace-normalised, integers exact, other numbers within
+``tol``/``rel_tol``, the default of stdio cases) or ``exact`` (byte for byte) for
+stdio cases."""
 
-ObservationStatus = Literal["returned", "raised", "unserializable", "timeout", "crash", "not_run"]
-"""What the sandbox saw for one case, before comparison."""
+ObservationStatus = Literal[
+    "returned", "raised", "unserializable", "timeout", "crash", "resource", "not_run"
+]
+"""What the sandbox saw for one case, before comparison. ``resource`` is set by the
+grader, never read from the sandbox: a ``timeout`` or ``crash`` in a run whose
+process tree hit a cap (``detail`` names the caps)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +212,9 @@ class RunResult:
     """Set when the grader or sandbox itself failed: not the candidate's fault."""
     caps_hit: tuple[str, ...] = ()
     """The caps on the whole process tree the candidate ran into (``memory``,
-    ``processes``), read from its worker's cgroup; empty without tree limits."""
+    ``processes``), read from its worker's cgroup; empty without tree limits.
+    When set, every case that ran out of time or whose process died is observed
+    as ``resource``."""
 
 
 def job_cases(cases: Sequence[HiddenCase], default_timeout_s: float) -> dict[str, Any]:

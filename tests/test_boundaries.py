@@ -53,8 +53,9 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 
 MODULES = _modules()
-_HARNESS = {"wire", "region", "programs", "sandbox.child"}
+_HARNESS = {"wire", "region", "programs", "genuine", "sandbox.child"}
 _HARNESS |= {"sandbox.child.wire", "sandbox.child.region", "sandbox.child.programs"}
+_HARNESS |= {"sandbox.child.genuine"}
 
 
 _RECORDS = {"gradebox.grade", "gradebox.model", "gradebox.verdict", "gradebox.errors"}
@@ -73,6 +74,8 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     # The cluster is a sandbox over Dask: the sandbox layer and itself, no grading engine.
     "gradebox.cluster": _RECORDS | {"gradebox.cluster"},
     "gradebox.patches": _RECORDS | {"gradebox.patches"},
+    # Mining reads history and runs tests as the gate does: the gate and itself.
+    "gradebox.mine": _RECORDS | {"gradebox.mine", "gradebox.patches"},
     # Importers read benchmark files; the gate's default denylist is the one thing of the
     # pipeline they need (BigCodeBench tasks that are about `os` may import it).
     "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},

@@ -25,7 +25,7 @@ from gradebox.runs.passk import PassKReport, estimate, format_value
 
 __all__ = ["Change", "KDelta", "RunDiff", "diff_runs", "failing_cases", "format_diff"]
 
-_FAILING = frozenset({"wrong", "error", "not_raised", "crash", "timeout"})
+_FAILING = frozenset({"wrong", "error", "not_raised", "crash", "resource", "timeout"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 # -I leaves the script's own folder off sys.path; wire.py and region.py live beside us.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 if TYPE_CHECKING:
-    from sandbox.child import programs, wire
+    from sandbox.child import genuine, programs, wire
     from sandbox.child.region import (
         FRAME_SLACK,
         BadFrame,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         check_load_error,
     )
 else:
+    import genuine
     import programs
     import wire
     from region import FRAME_SLACK, BadFrame, Region, check_frame, check_load_error
@@ -104,83 +105,6 @@ def read_exact(fd: int, n: int) -> bytes | None:
 
 
 # ---------------------------------------------------------------- the child
-
-
-#: Captured before any candidate code runs (in the zygote, before the fork): the
-#: real ``type.__mro__`` getter (a metaclass cannot override it) and ``type``.
-_TYPE_MRO = type.__dict__["__mro__"]
-_TYPE_DICT = type.__dict__["__dict__"]
-_TYPE_QUALNAME = type.__dict__["__qualname__"]
-_type = type
-#: id -> dotted name of every genuine exception class in builtins and in the
-#: standard-library modules the zygote has loaded; filled in by :func:`snapshot`.
-_GENUINE: dict[int, str] = {}
-_SNAPSHOT_MODULES: set[str] = set()
-
-
-def snapshot_exceptions() -> None:
-    """Record the genuine builtin and loaded stdlib exception classes (zygote only)."""
-    for mod_name, mod in list(sys.modules.items()):
-        if mod_name != "builtins" and mod_name.split(".")[0] not in sys.stdlib_module_names:
-            continue
-        _SNAPSHOT_MODULES.add(mod_name)
-        for attr, obj in list(vars(mod).items()):
-            if isinstance(obj, type) and issubclass(obj, BaseException):
-                qual = getattr(obj, "__qualname__", attr)
-                if getattr(obj, "__module__", None) == mod_name and qual == attr:
-                    _GENUINE[id(obj)] = f"{mod_name}.{qual}"
-    # Keep the classes alive so their ids stay theirs.
-    _GENUINE_KEEP.extend(
-        obj
-        for mod in list(sys.modules.values())
-        for obj in vars(mod).values()
-        if isinstance(obj, type) and id(obj) in _GENUINE
-    )
-
-
-_GENUINE_KEEP: list[type] = []
-
-
-def _genuine_name(cls: Any) -> str | None:
-    """The dotted name of ``cls`` if it is the genuine stdlib class of that name."""
-    known = _GENUINE.get(id(cls))
-    if known is not None:
-        return known
-    mod = _TYPE_DICT.__get__(cls).get("__module__")
-    qual = _TYPE_QUALNAME.__get__(cls)
-    if not isinstance(mod, str) or not isinstance(qual, str) or mod in _SNAPSHOT_MODULES:
-        return None  # a look-alike of a class we know, or not named sanely
-    if mod.split(".")[0] not in sys.stdlib_module_names:
-        return None
-    # A stdlib module first imported by the candidate: the best we can do in-process.
-    obj: Any = sys.modules.get(mod)
-    for part in qual.split("."):
-        obj = getattr(obj, part, None)
-    return f"{mod}.{qual}" if obj is cls else None
-
-
-def _exc_info(exc: BaseException) -> dict[str, Any]:
-    """Describe an exception as plain data; only genuine stdlib classes enter ``mro``.
-
-    The MRO is read with the real ``type.__mro__`` getter and classes are matched
-    by identity against a snapshot taken before the candidate ran, so a class
-    that merely shares a name (or patches ``builtins``, a module attribute, or
-    ``__mro__``) is left out. Code in the candidate's process could still forge
-    this report, but a forged report can only claim what raising the genuine
-    class would have produced; expected values are never here to be read.
-    """
-    t = _type(exc)
-    mro = [n for n in (_genuine_name(c) for c in _TYPE_MRO.__get__(t)) if n is not None]
-    try:
-        message = str(exc)[:500]
-    except BaseException:
-        message = "<unprintable>"
-    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-    try:
-        name = f"{t.__module__}.{t.__qualname__}"
-    except BaseException:
-        name = "?"
-    return {"type": str(name)[:200], "mro": mro, "message": message}
 
 
 def _set_limits(lim: dict[str, Any], tree_capped: bool) -> None:
@@ -238,7 +162,7 @@ def child_main(job: dict[str, Any], start: int, region: Region) -> None:
                 region.append({"load_error": f"no function named {job['fn']!r} is defined"})
                 return
     except BaseException as exc:
-        region.append({"load_error": "module raised " + _exc_info(exc)["type"]})
+        region.append({"load_error": "module raised " + genuine.describe(exc)["type"]})
         return
     for i in range(start, len(cases)):
         case = cases[i]
@@ -246,7 +170,7 @@ def child_main(job: dict[str, Any], start: int, region: Region) -> None:
         t0 = time.monotonic()
         body: dict[str, Any]
         if kind == "stdio":
-            body = programs.run_stdio(code, case["stdin"], cap, _exc_info)
+            body = programs.run_stdio(code, case["stdin"], cap, genuine.describe)
         elif kind == "program" and tests is not None:
             body = _run_test(tests, case)
         else:
@@ -264,7 +188,7 @@ def _call(fn: Any, case: dict[str, Any], cap: int) -> dict[str, Any]:
     try:
         value = fn(*args, **kwargs)
     except BaseException as exc:
-        return {"status": "raised", "exc": _exc_info(exc)}
+        return {"status": "raised", "exc": genuine.describe(exc)}
     return _encode_result(value, cap)
 
 
@@ -273,7 +197,7 @@ def _run_test(tests: programs.Programs, case: dict[str, Any]) -> dict[str, Any]:
     try:
         reason = tests.run(case["program"], case["test"])
     except BaseException as exc:
-        return {"status": "raised", "exc": _exc_info(exc)}
+        return {"status": "raised", "exc": genuine.describe(exc)}
     return {"status": "returned", "value": programs.TAMPERED + reason if reason else True}
 
 
@@ -308,6 +232,7 @@ def _child_entry(
         os.closerange(3, 1 << 16)
         _set_limits(job["limits"], job.get("tree_capped") is True)
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
+        genuine.watch_imports()  # expected exceptions match only classes we loaded
         child_main(job, start, region)
         _flush()
     except BaseException:
@@ -765,9 +690,9 @@ def main() -> None:
     # Same-uid code may not ptrace us or open our /proc files (inherited by the
     # job processes, which fork from us).
     _prctl(_PR_SET_DUMPABLE, 0)
+    genuine.record_loaded()  # before any candidate: the classes expected errors match
     # The child keeps these stream objects: fds 0-2 are swapped under them after the
     # fork, which saves building new ones per candidate. We never print through them.
-    snapshot_exceptions()
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(encoding="utf-8", errors="backslashreplace")  # type: ignore[union-attr]
     for sig in _STOP_SIGNALS:

@@ -13,7 +13,9 @@ from gradebox.grade import GateReport, StaticReport, TestsReport
 from gradebox.verdict import decide
 from judge import JudgeResult
 
-OUTCOMES = st.sampled_from(["ok", "wrong", "error", "not_raised", "timeout", "crash", "not_run"])
+OUTCOMES = st.sampled_from(
+    ["ok", "wrong", "error", "not_raised", "timeout", "crash", "resource", "not_run"]
+)
 
 
 def make_tests(

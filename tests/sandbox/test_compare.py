@@ -211,9 +211,14 @@ def test_unserializable_is_wrong():
     assert judge_case(make_case("f", expect=[1]), obs).outcome == "wrong"
 
 
-@pytest.mark.parametrize("status", ["timeout", "crash", "not_run"])
+@pytest.mark.parametrize("status", ["timeout", "crash", "resource", "not_run"])
 def test_infrastructure_statuses_keep_their_name(status):
     assert judge_case(make_case("f", expect=1), Observation(status)).outcome == status
+
+
+def test_a_case_stopped_at_a_tree_cap_names_the_cap():
+    result = judge_case(make_case("f", expect=1), Observation("resource", detail="processes"))
+    assert result == CaseResult("resource", "stopped at a cap on the process tree (processes)")
 
 
 SECRET_OBSERVATIONS = [

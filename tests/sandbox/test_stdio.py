@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sandbox.cases import load_hidden
 from sandbox.compare import judge_case, stdout_equal
@@ -130,12 +133,87 @@ def test_float_tokens_within_tol_and_exact_mode(shared_sandbox: Any) -> None:
         ("inf", "1e999", {}, False),
         ("0.5", "0.50", {"compare": "exact"}, False),
         ("0.5\n", "0.5\n", {"compare": "exact"}, True),
-        ("100", "101", {"rel_tol": 0.02}, True),
+        ("100", "101", {"rel_tol": 0.02}, False),  # integers: tolerances never apply
+        ("100", "101.0", {"rel_tol": 0.02}, True),  # one side is not an integer
         ("100", "101", {"tol": 0.5}, False),
+        ("1000000007", "1000000008", {}, False),
+        ("123456789012345", "123456789112345", {}, False),
+        ("7", "007", {}, True),  # integer tokens compare by value
+        ("7", "+7", {}, True),
+        ("0", "-0", {}, True),
+        ("-0", "+000", {}, True),
+        ("-7", "7", {}, False),
+        ("7", "7.0", {}, True),  # a non-integer token: within the tolerances
+        ("1" * 5000, "1" * 5000, {}, True),  # past int()'s digit limit
+        ("1" * 5000, "1" * 4999 + "2", {}, False),
+        ("3", "\u0663", {}, False),  # ARABIC-INDIC DIGIT THREE is text, not a number
+        ("0.5", "\u0660.\u0665", {}, False),
     ],
 )
 def test_stdout_comparison(want: str, got: str, kw: dict, same: bool) -> None:
     assert stdout_equal(want, got, **kw) is same
+    assert stdout_equal(got, want, **kw) is same
+
+
+def _of_length(k: int) -> st.SearchStrategy[int]:
+    return st.integers(10 ** (k - 1) if k > 1 else 0, 10**k - 1)
+
+
+#: Integers of 1 to 40 digits, either sign.
+INTEGERS = st.builds(
+    lambda n, neg: -n if neg else n,
+    st.integers(1, 40).flatmap(_of_length),
+    st.booleans(),
+)
+#: Ways of writing an integer that mean the same value: as is, a leading '+' on a
+#: non-negative one, leading zeros.
+SPELLINGS = st.tuples(st.booleans(), st.integers(0, 3))
+
+
+def _spell(n: int, spelling: tuple[bool, int]) -> str:
+    plus, zeros = spelling
+    sign = "-" if n < 0 else ("+" if plus else "")
+    return sign + "0" * zeros + str(abs(n))
+
+
+@given(INTEGERS, SPELLINGS, SPELLINGS)
+def test_integer_tokens_are_equal_only_when_they_are_the_same_integer(
+    n: int, a: tuple[bool, int], b: tuple[bool, int]
+) -> None:
+    assert stdout_equal(_spell(n, a), _spell(n, b))
+    for other in (n - 1, n + 1):
+        assert not stdout_equal(_spell(n, a), _spell(other, b))
+        assert not stdout_equal(_spell(other, b), _spell(n, a))
+    # Tolerances, the defaults or a case's own, never make two integers equal.
+    assert not stdout_equal(str(n), str(n + 1), tol=1.0, rel_tol=0.5)
+    assert not stdout_equal(f"{n} {n}", f"{n} {n + 1}")
+
+
+CASES = Path(__file__).parent.parent / "cases" / "stdio_integers"
+
+
+def test_a_wrong_integer_answer_fails_end_to_end() -> None:
+    """`gradebox grade` on the real default sandbox: near 1e9+7 and 15 digits."""
+    from gradebox.cli import cli
+
+    args = ["grade", "--hidden", str(CASES / "hidden.jsonl")]
+    args += ["--samples", str(CASES / "samples.jsonl"), "--no-static", "--no-judge"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    rows = {r["id"]: r for r in map(json.loads, res.stdout.splitlines())}
+    assert {i: r["outcomes"] for i, r in rows.items()} == {
+        "honest": ["ok", "ok", "ok"],
+        "padded": ["ok", "ok", "ok"],
+        "off-by-one": ["wrong", "wrong", "ok"],
+        "off-by-1e5": ["ok", "wrong", "ok"],
+    }
+    verdicts = {i: r["verdict"] for i, r in rows.items()}
+    assert verdicts == {
+        "honest": "pass",
+        "padded": "pass",
+        "off-by-one": "fail",
+        "off-by-1e5": "fail",
+    }
 
 
 @pytest.mark.known_failure(

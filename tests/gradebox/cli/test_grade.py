@@ -494,6 +494,7 @@ def test_a_fork_bomb_row_says_it_hit_the_process_cap(tmp_path):
     )
     assert res.exit_code == 0, res.output
     rows = {r["id"]: r for r in map(json.loads, res.stdout.splitlines())}
-    assert rows["bomb"]["outcomes"] == ["timeout"]
+    assert rows["bomb"]["outcomes"] == ["resource"]  # stopped at a cap: named below
+    assert rows["bomb"]["failed"] == [0] and rows["bomb"]["timeouts"] == []
     assert rows["bomb"]["caps_hit"] == ["processes"], rows["bomb"]
     assert "caps_hit" not in rows["ok"] and rows["ok"]["verdict"] == "pass"
