@@ -15,8 +15,8 @@ JSON text: ``[{"input", "output", "testtype"}]``), ``private_test_cases`` (the
 same as JSON text, or ``base64(zlib(pickle(json_text)))``, read with
 :mod:`gradebox.benchmarks.unpickle`), ``metadata`` (a JSON text).
 
-Stdio cases compare stdout token by token with whitespace normalised and
-numbers within tolerance (:func:`sandbox.compare.stdout_equal`); ``--exact``
+Stdio cases compare stdout token by token with whitespace normalised, integers
+exactly and other numbers within tolerance (:func:`sandbox.compare.stdout_equal`); ``--exact``
 needs the output byte for byte. Call-based problems (APPS ``fn_name``,
 LiveCodeBench ``functional`` tests, which call a method of ``class Solution``)
 are reported as skipped.

@@ -98,8 +98,8 @@ _max_file_bytes = click.option(
     type=click.Choice(["tokens", "exact"]),
     default="tokens",
     show_default=True,
-    help="(stdio) tokens: whitespace-normalised, numbers within --tol/--rel-tol; exact: "
-    "byte for byte.",
+    help="(stdio) tokens: whitespace-normalised, integers exact, other numbers within "
+    "--tol/--rel-tol; exact: byte for byte.",
 )
 @click.option(
     "--tol",
