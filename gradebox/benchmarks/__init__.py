@@ -77,7 +77,7 @@ class StdoutCompare:
     """How the stdio cases of an import compare stdout (written on each case)."""
 
     mode: Literal["tokens", "exact"] = "tokens"
-    """``tokens`` (whitespace-normalised, integers exact, other numbers within tolerance) or ``exact``."""
+    """``tokens`` (whitespace-normalised, integers exact, other numbers in tolerance), ``exact``."""
     tol: float | None = None
     """Absolute tolerance of numeric tokens (``None``: the compare's default)."""
     rel_tol: float | None = None
