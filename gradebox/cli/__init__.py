@@ -24,6 +24,7 @@ COMMANDS = {
     "token": "gradebox.cli.token:token",
     "judge": "gradebox.cli.judge:judge",
     "gate": "gradebox.cli.gate:gate",
+    "mine": "gradebox.cli.mine:mine",
     "import": "gradebox.cli.import_:import_",
     "worker": "gradebox.cli.worker:worker",
 }
