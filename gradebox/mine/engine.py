@@ -43,11 +43,11 @@ from gradebox.mine.model import (
     MineConfig,
     Outcome,
 )
-from gradebox.mine.reuse import pytest_setup
 from gradebox.mine.split import Split, noop_patch, prefilter, reverse_patch, split_commit
 from gradebox.mine.testsets import Found, find_tests
 from gradebox.mine.validate import validate
 from gradebox.patches.env import TestEnv, ensure_env, given_env
+from gradebox.patches.testrun import pytest_setup
 from gradebox.patches.tree import Entry, GitError, ObjectStore, Tree
 from sandbox.errors import IsolationUnavailable
 

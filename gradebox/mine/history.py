@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from gradebox.errors import BadInput
 from gradebox.mine.model import Commit
-from gradebox.mine.reuse import git
 from gradebox.patches.tree import GitError, ObjectStore
+from gradebox.patches.tree import run_git as git
 
 __all__ = ["Listing", "changed_paths", "commits_in_range", "listing", "read_commits"]
 

@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gradebox.mine.model import Dropped, DropReason
-from gradebox.mine.reuse import INI_FILES
 from gradebox.patches.applier import ApplyFailed, apply_patch
 from gradebox.patches.changes import binary, tree_changes
 from gradebox.patches.diff import FileChange, PatchRefused, parse_patch
 from gradebox.patches.protect import DEFAULT_PROTECT, PYPROJECT_PYTEST, glob_matches, protection
+from gradebox.patches.testrun import INI_FILES
 from gradebox.patches.tree import Entry, Tree
 
 __all__ = [

@@ -30,7 +30,6 @@ Nothing here raises for what a patch does: every outcome is a :class:`GateRow`.
 
 from __future__ import annotations
 
-import configparser
 import shutil
 import tempfile
 import time
@@ -49,7 +48,14 @@ from gradebox.patches.model import ApplyReport, GateRow, GateSpec, ProtectMode, 
 from gradebox.patches.protect import DEFAULT_PROTECT, Protection, glob_matches, protection
 from gradebox.patches.staticdiff import StaticSettings, diff_size, differential
 from gradebox.patches.tamper import TamperHit, scan, shadows
-from gradebox.patches.testrun import PytestSetup, Status, SuiteRun, run_suite
+from gradebox.patches.testrun import (
+    INI_FILES,
+    PytestSetup,
+    Status,
+    SuiteRun,
+    pytest_setup,
+    run_suite,
+)
 from gradebox.patches.tree import (
     Entry,
     GitError,
@@ -73,9 +79,6 @@ __all__ = ["GateConfig", "run_gate"]
 _MAX_FILE_BYTES = 2 * 1024 * 1024
 _MAX_INTENT = 20_000
 _LOCKFILES = ("requirements.txt",)
-_INI_ORDER = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml",
-              "tox.ini", "setup.cfg")  # fmt: skip
-"""pytest's configuration files at the root, in the order pytest prefers them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +198,9 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
             why = "nothing is left after stripping protected paths"
             return GateRow(spec.id, "fail", "empty_patch", why, base, report)
     hidden = _hidden_patch(spec)
-    config_name = _pytest_config(before)
     env = _environment(spec, config, before)
-    setup = PytestSetup(config_name, _plugins(env))
+    setup = pytest_setup(before, env)
+    config_name = setup.config
     targets = _targets(spec)
     readonly = tuple(dict.fromkeys([*DEFAULT_PROTECT, *patterns]))
     try:
@@ -218,7 +221,7 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
     put_back = {*prot.touched, *prot.added_tests}
     hidden_paths = set(hidden.paths) if hidden is not None else set()
     restored = tuple(sorted(hidden_paths & {c.path for c in head.changes}))
-    deciding = _reset(head.tree, before, put_back | hidden_paths | set(_INI_ORDER))
+    deciding = _reset(head.tree, before, put_back | hidden_paths | set(INI_FILES))
     try:
         deciding = _with_hidden(deciding, hidden, store)
     except ApplyFailed:
@@ -283,50 +286,6 @@ def _with_hidden(tree: Tree, hidden: ParsedPatch | None, store: ObjectStore) -> 
     if hidden is None:
         return dict(tree)
     return apply_patch(tree, hidden, blob=store.blob).tree
-
-
-def _pytest_config(before: Tree) -> str | None:
-    """The root ini file pytest would read at base (``None``: it would read none)."""
-    for name in _INI_ORDER:
-        entry = before.get(name)
-        if entry is None or entry.is_link:
-            continue
-        text = entry.data.decode("utf-8", "replace")
-        if name in ("pytest.ini", ".pytest.ini"):
-            return name
-        if name.endswith(".toml") and name != "pyproject.toml":
-            return name
-        if name == "pyproject.toml" and ("[tool.pytest" in text or "tool.pytest" in text):
-            return name
-        if name == "tox.ini" and _has_section(text, "pytest"):
-            return name
-        if name == "setup.cfg" and _has_section(text, "tool:pytest"):
-            return name
-    return None
-
-
-def _has_section(text: str, section: str) -> bool:
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
-    try:
-        parser.read_string(text)
-    except configparser.Error:
-        return False
-    return parser.has_section(section)
-
-
-def _plugins(env: TestEnv) -> tuple[str, ...]:
-    """The environment's pytest plugins (``pytest11`` entry points' modules), sorted."""
-    mods: set[str] = set()
-    for info in env.path.glob("lib/python*/site-packages/*.dist-info/entry_points.txt"):
-        parser = configparser.ConfigParser(interpolation=None, strict=False)
-        try:
-            parser.read_string(info.read_text(encoding="utf-8", errors="replace"))
-        except configparser.Error:
-            continue
-        if parser.has_section("pytest11"):
-            for _, value in parser.items("pytest11"):
-                mods.add(value.split(":", 1)[0].strip())
-    return tuple(sorted(m for m in mods if m))
 
 
 def _added_run(

@@ -21,6 +21,7 @@ unreliable: never a pass.
 
 from __future__ import annotations
 
+import configparser
 import dataclasses
 import shutil
 import tempfile
@@ -35,9 +36,11 @@ from defusedxml import DefusedXmlException
 
 from gradebox.patches.env import TestEnv
 from gradebox.patches.protect import readonly_paths
+from gradebox.patches.tree import Tree
 from sandbox.command import CommandLimits, Mount, run_command
 
 __all__ = [
+    "INI_FILES",
     "MAX_ID_CHARS",
     "MAX_TESTS",
     "MAX_XML_BYTES",
@@ -45,6 +48,7 @@ __all__ = [
     "Status",
     "SuiteRun",
     "node_id",
+    "pytest_setup",
     "run_suite",
 ]
 
@@ -162,7 +166,11 @@ def run_suite(
 _PYTEST_OPTS = [
     "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q", "--color=no",
     "-o", "console_output_style=classic", "--rootdir=/repo", "--confcutdir=/repo",
+    "--continue-on-collection-errors",
 ]  # fmt: skip
+"""``--continue-on-collection-errors``: a module that does not import (at base, before the
+fix it needs; at head, broken by the patch) is that module's failure, not the end of the
+session: every other module, the planted tripwires included, still runs."""
 _BOOT_DIR = "/.gradebox"
 
 BOOT = """\
@@ -201,6 +209,61 @@ def _pytest(env: TestEnv, setup: PytestSetup) -> list[str]:
     plugins = [a for m in setup.plugins for a in ("-p", m)]
     return [env.python, "-I", f"{_BOOT_DIR}/pytest_boot.py", *_PYTEST_OPTS, "-c", config,
             *plugins]  # fmt: skip
+
+
+INI_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml",
+             "tox.ini", "setup.cfg")  # fmt: skip
+"""pytest's configuration files at the root, in the order pytest prefers them: a deciding
+tree holds them as they are at base."""
+
+
+def pytest_setup(base: Tree, env: TestEnv) -> PytestSetup:
+    """How pytest starts for this base tree and environment (its ini file, its plugins)."""
+    return PytestSetup(_pytest_config(base), _plugins(env))
+
+
+def _pytest_config(before: Tree) -> str | None:
+    """The root ini file pytest would read at base (``None``: it would read none)."""
+    for name in INI_FILES:
+        entry = before.get(name)
+        if entry is None or entry.is_link:
+            continue
+        text = entry.data.decode("utf-8", "replace")
+        if name in ("pytest.ini", ".pytest.ini"):
+            return name
+        if name.endswith(".toml") and name != "pyproject.toml":
+            return name
+        if name == "pyproject.toml" and ("[tool.pytest" in text or "tool.pytest" in text):
+            return name
+        if name == "tox.ini" and _has_section(text, "pytest"):
+            return name
+        if name == "setup.cfg" and _has_section(text, "tool:pytest"):
+            return name
+    return None
+
+
+def _has_section(text: str, section: str) -> bool:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return False
+    return parser.has_section(section)
+
+
+def _plugins(env: TestEnv) -> tuple[str, ...]:
+    """The environment's pytest plugins (``pytest11`` entry points' modules), sorted."""
+    mods: set[str] = set()
+    for info in env.path.glob("lib/python*/site-packages/*.dist-info/entry_points.txt"):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(info.read_text(encoding="utf-8", errors="replace"))
+        except configparser.Error:
+            continue
+        if parser.has_section("pytest11"):
+            for _, value in parser.items("pytest11"):
+                mods.add(value.split(":", 1)[0].strip())
+    return tuple(sorted(m for m in mods if m))
 
 
 def _env(env: TestEnv) -> dict[str, str]:

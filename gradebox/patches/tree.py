@@ -46,6 +46,7 @@ __all__ = [
     "escaping_links",
     "materialize",
     "resolved",
+    "run_git",
 ]
 
 Mode = Literal["100644", "100755", "120000"]
@@ -123,7 +124,12 @@ _INVISIBLE = frozenset(
 )
 
 
-def _git(args: list[str], git_dir: Path, *, stdin: bytes | None = None) -> bytes:
+def run_git(args: list[str], git_dir: Path, *, stdin: bytes | None = None) -> bytes:
+    """Run read-only git plumbing on ``git_dir`` under the fixed configuration; stdout.
+
+    Raises:
+        GitError: git failed or could not be started.
+    """
     try:
         proc = subprocess.run(
             ["git", *_GIT_SAFE, f"--git-dir={git_dir}", *args],
@@ -171,7 +177,7 @@ class ObjectStore:
             raise GitError(f"{rev!r} is not a revision name")
         for candidate in (rev, f"refs/remotes/origin/{rev}"):
             try:
-                out = _git(["rev-parse", "--verify", "--quiet", "--end-of-options",
+                out = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options",
                             f"{candidate}^{{commit}}"], self.git_dir)  # fmt: skip
             except GitError:
                 continue
@@ -184,7 +190,7 @@ class ObjectStore:
         Raises:
             GitError: git failed, or the commit holds a path that must not be written.
         """
-        listing = _git(["ls-tree", "-r", "-z", "--full-tree", commit], self.git_dir)
+        listing = run_git(["ls-tree", "-r", "-z", "--full-tree", commit], self.git_dir)
         wanted: list[tuple[str, Mode, str]] = []
         for record in listing.split(b"\0"):
             if not record:
@@ -210,7 +216,7 @@ class ObjectStore:
         if any(not _HEX.fullmatch(i) for i in ids):
             raise GitError("a blob id that is not hexadecimal")
         feed = "".join(f"{i}\n" for i in ids).encode()
-        out = _git(["cat-file", "--batch"], self.git_dir, stdin=feed)
+        out = run_git(["cat-file", "--batch"], self.git_dir, stdin=feed)
         result: dict[str, bytes] = {}
         pos = 0
         for oid in ids:
@@ -228,7 +234,7 @@ class ObjectStore:
         if not _HEX.fullmatch(oid) or set(oid) == {"0"}:
             return None
         try:
-            check = _git(["cat-file", "--batch-check"], self.git_dir, stdin=f"{oid}\n".encode())
+            check = run_git(["cat-file", "--batch-check"], self.git_dir, stdin=f"{oid}\n".encode())
         except GitError:
             return None
         parts = check.decode().split()
@@ -240,7 +246,7 @@ class ObjectStore:
         """One file's bytes at ``commit`` (``None`` when it is not a file there)."""
         check_path(path)
         try:
-            out = _git(["ls-tree", "-z", "--full-tree", commit, "--", path], self.git_dir)
+            out = run_git(["ls-tree", "-z", "--full-tree", commit, "--", path], self.git_dir)
         except GitError:
             return None
         head = out.split(b"\t", 1)[0].decode()

@@ -310,3 +310,13 @@ def test_tests_inherited_from_a_mixin_in_another_file_get_the_collected_ids(
     assert (row["verdict"], row["reason"]) == ("pass", "ok"), row
     assert row["tests"]["fail_to_pass"] == {"tests/test_inherit.py::TestA::test_mean_small": "F2P"}
     assert "tests/test_inherit.py::TestB::test_mean_small" in row["tests"]["by_category"]["F2P"]
+
+
+def test_a_patch_that_breaks_the_tests_import_fails_and_does_not_trip_the_wires(
+    repo, config, spec
+):
+    broken = edit("calc/ops.py", "def add(a, b):", "def add(a, b)")  # a syntax error
+    row = run_gate(spec(repo, repo.patch(broken)), config).to_row()
+    # The deciding module cannot be collected; the planted module still runs.
+    assert (row["verdict"], row["reason"]) == ("fail", "fail_to_pass"), row
+    assert row["tests"]["tripwires"] == "ok", row["tests"]
