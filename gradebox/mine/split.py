@@ -26,7 +26,7 @@ from gradebox.patches.changes import binary, tree_changes
 from gradebox.patches.diff import FileChange, PatchRefused, parse_patch
 from gradebox.patches.protect import DEFAULT_PROTECT, PYPROJECT_PYTEST, glob_matches, protection
 from gradebox.patches.testrun import INI_FILES
-from gradebox.patches.tree import Entry, Tree
+from gradebox.patches.tree import Entry, Tree, overlay
 
 __all__ = [
     "NOOP_LINE",
@@ -102,13 +102,13 @@ def split_commit(before: Tree, after: Tree, *, max_lines: int, max_files: int) -
     if size > max_lines or test_size > max_lines or len(source) > max_files:
         why = f"patch {size} lines in {len(source)} files, test patch {test_size} lines"
         return Dropped("too_big", why)
-    with_source = _with(before, after, {c.path for c in source})
-    with_tests = _with(before, after, tests)
+    with_source = overlay(before, after, {c.path for c in source})
+    with_tests = overlay(before, after, tests)
     patch, test_patch = patch_text(before, with_source), patch_text(before, with_tests)
     problem = _round_trip(before, after, patch, test_patch, with_source, with_tests)
     if problem is not None:
         return Dropped("does_not_apply", problem)
-    head = _with(after, before, set(INI_FILES) - tests)
+    head = overlay(after, before, set(INI_FILES) - tests)
     return Split(patch, test_patch, tuple(c.path for c in source), tuple(sorted(tests)),
                  with_tests, head)  # fmt: skip
 
@@ -136,7 +136,7 @@ def noop_patch(before: Tree, split: Split) -> str:
 
 def reverse_patch(before: Tree, after: Tree, split: Split) -> str:
     """The gold patch taken back on top of the commit (``after``)."""
-    return patch_text(after, _with(after, before, set(split.source_paths)))
+    return patch_text(after, overlay(after, before, set(split.source_paths)))
 
 
 def _section(change: FileChange, before: Tree, after: Tree) -> str:
@@ -147,17 +147,6 @@ def _section(change: FileChange, before: Tree, after: Tree) -> str:
     if change.kind == "deleted":
         return f"{first}\ndeleted file mode {before[change.path].mode}\n{rest}"
     return change.text
-
-
-def _with(base: Tree, other: Tree, paths: set[str]) -> dict[str, Entry]:
-    """``base`` with each of ``paths`` as in ``other`` (absent there: removed)."""
-    out = dict(base)
-    for p in paths:
-        if p in other:
-            out[p] = other[p]
-        else:
-            out.pop(p, None)
-    return out
 
 
 def _lines(changes: Iterable[FileChange]) -> int:

@@ -64,6 +64,7 @@ from gradebox.patches.tree import (
     Tree,
     escaping_links,
     materialize,
+    overlay,
     resolved,
 )
 from gradebox.patches.verdict import categorize, decide, quarantine
@@ -221,7 +222,7 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
     put_back = {*prot.touched, *prot.added_tests}
     hidden_paths = set(hidden.paths) if hidden is not None else set()
     restored = tuple(sorted(hidden_paths & {c.path for c in head.changes}))
-    deciding = _reset(head.tree, before, put_back | hidden_paths | set(INI_FILES))
+    deciding = overlay(head.tree, before, put_back | hidden_paths | set(INI_FILES))
     try:
         deciding = _with_hidden(deciding, hidden, store)
     except ApplyFailed:
@@ -237,7 +238,7 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
     added_run = _added_run(prot, head.tree, deciding, hidden_paths, scratch, env, config,
                            readonly, setup)  # fmt: skip
     tests = _tests(spec, base_runs, run, plan, added_run, prot)
-    view_before, view_after = resolved(before), resolved(_reset(head.tree, before, put_back))
+    view_before, view_after = resolved(before), resolved(overlay(head.tree, before, put_back))
     changes = tree_changes(view_before, view_after)
     texts = _texts(changes, view_before, view_after)
     tamper = _tamper(changes, texts[1], patterns, before, view_after)
@@ -269,17 +270,6 @@ def _write(tree: Tree, dest: Path) -> Path:
     except PathRefused as exc:
         raise GitError(f"cannot write the tree: {exc}") from exc
     return dest
-
-
-def _reset(tree: Tree, before: Tree, paths: set[str]) -> dict[str, Entry]:
-    """``tree`` with each of ``paths`` as it is in ``before`` (absent there: removed)."""
-    out = dict(tree)
-    for p in paths:
-        if p in before:
-            out[p] = before[p]
-        else:
-            out.pop(p, None)
-    return out
 
 
 def _with_hidden(tree: Tree, hidden: ParsedPatch | None, store: ObjectStore) -> dict[str, Entry]:

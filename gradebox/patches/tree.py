@@ -45,6 +45,7 @@ __all__ = [
     "check_path",
     "escaping_links",
     "materialize",
+    "overlay",
     "resolved",
     "run_git",
 ]
@@ -354,6 +355,17 @@ def resolved(tree: Tree) -> dict[str, Entry]:
             found = tree.get(target) if target else None
             if found is not None and not found.is_link:
                 out[path] = found
+    return out
+
+
+def overlay(tree: Tree, source: Tree, paths: set[str]) -> dict[str, Entry]:
+    """``tree`` with each of ``paths`` as it is in ``source`` (absent there: removed)."""
+    out = dict(tree)
+    for p in paths:
+        if p in source:
+            out[p] = source[p]
+        else:
+            out.pop(p, None)
     return out
 
 
