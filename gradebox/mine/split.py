@@ -115,7 +115,7 @@ def split_commit(before: Tree, after: Tree, *, max_lines: int, max_files: int) -
 
 def patch_text(before: Tree, after: Tree) -> str:
     """``before`` -> ``after`` as a git-style unified diff, file by file, sorted by path."""
-    return "".join(_section(c, before, after) for c in tree_changes(before, after))
+    return "".join(c.text for c in tree_changes(before, after))
 
 
 def noop_patch(before: Tree, split: Split) -> str:
@@ -137,16 +137,6 @@ def noop_patch(before: Tree, split: Split) -> str:
 def reverse_patch(before: Tree, after: Tree, split: Split) -> str:
     """The gold patch taken back on top of the commit (``after``)."""
     return patch_text(after, overlay(after, before, set(split.source_paths)))
-
-
-def _section(change: FileChange, before: Tree, after: Tree) -> str:
-    """One file's diff, with git's mode line for an added or deleted file."""
-    first, _, rest = change.text.partition("\n")
-    if change.kind == "added":
-        return f"{first}\nnew file mode {after[change.path].mode}\n{rest}"
-    if change.kind == "deleted":
-        return f"{first}\ndeleted file mode {before[change.path].mode}\n{rest}"
-    return change.text
 
 
 def _lines(changes: Iterable[FileChange]) -> int:

@@ -80,11 +80,12 @@ def _change(path: str, kind: ChangeKind, old: Entry | None, new: Entry | None) -
     header = [f"--- {'/dev/null' if old is None else 'a/' + path}\n",
               f"+++ {'/dev/null' if new is None else 'b/' + path}\n"]  # fmt: skip
     body = list(difflib.unified_diff(a, b, n=3))[2:]
-    mode = (
-        ""
-        if old is None or new is None or old.mode == new.mode
-        else (f"old mode {old.mode}\nnew mode {new.mode}\n")
-    )
+    if new is None:
+        mode = f"deleted file mode {old.mode}\n" if old is not None else ""
+    elif old is None:
+        mode = f"new file mode {new.mode}\n"
+    else:
+        mode = "" if old.mode == new.mode else f"old mode {old.mode}\nnew mode {new.mode}\n"
     text = (
         f"diff --git a/{path} b/{path}\n{mode}"
         + "".join(header if body else [])

@@ -117,3 +117,19 @@ def test_a_path_below_a_link_or_file_is_refused():
     )
     with pytest.raises(ApplyFailed, match="below the file"):
         apply_patch(BASE, parse_patch(patch))
+
+
+def test_the_diff_of_two_trees_applies_back_modes_included():
+    from gradebox.patches.changes import tree_changes
+
+    before = {**BASE, "run.sh": Entry("100755", b"echo\n"), "empty": Entry("100644", b"")}
+    after = {
+        **{k: v for k, v in BASE.items() if k != "README"},
+        "calc/ops.py": Entry("100644", b"a = 1\nb = 20\n"),
+        "tool.sh": Entry("100755", b"#!/bin/sh\n"),
+        "link": Entry("120000", b"calc/ops.py"),
+        "run.sh": Entry("100644", b"echo\n"),
+    }
+    text = "".join(c.text for c in tree_changes(before, after))
+    assert "new file mode 100755" in text and "deleted file mode 100644" in text
+    assert apply_patch(before, parse_patch(text)).tree == after
