@@ -6,6 +6,7 @@ Prints figures; asserts nothing about timing. Run from the repository root::
     .venv/bin/python bench/gate.py --peer-rev HEAD~3 --rounds 3 --workloads static1
     .venv/bin/python bench/gate.py --json
     .venv/bin/python bench/gate.py --absolute           # cold vs cached, and a naive runner
+    .venv/bin/python bench/gate.py --real --n 3         # a real project's whole suite
 
 **Comparison** (the default). Two sides run the same workload: *new*, the code
 in this checkout (uncommitted edits included), and *peer*, the code at
@@ -32,6 +33,11 @@ Per gate: wall time of ``run_gate`` in the driver, and CPU of the driver
 sandboxes, pip, the static tools; what a killed bubblewrap leaves to init is not
 counted). Printed: each side's median per workload, the ratio new/peer of the
 medians, and the ratio within each round (its median is the steadiest figure).
+
+**Real** (``--real``): a real project's whole suite (cachetools' history, fix
+``18e5930``, PASS_TO_PASS ``auto``): the suite once on the host is the peer; the
+gate's first prediction for the instance and the next one (base kept) are
+printed as multiples of it, with the defaults and with one base run, no static.
 
 **Absolute** (``--absolute``): this checkout in this process: the first gate with
 an empty environment cache (cold), ``--n`` cached gates, the same without static,
@@ -508,6 +514,94 @@ def report_absolute(f: dict[str, Any]) -> None:
     print("each gate: 3 base runs + head collection + head run, each a fresh bubblewrap sandbox")
 
 
+# --- real suite: a real project's whole test suite, first prediction vs the next ----------
+
+BUNDLE = REPO_ROOT.parent / "shared" / "data" / "repos" / "cachetools.bundle"
+REAL_COMMIT = "18e5930"  # cachetools, "Fix #218": a real fix and its tests
+REAL_F2P = ("tests/test_cachedmethod.py::CacheMethodTest::test_decorator_attributes",
+            "tests/test_cachedmethod.py::DictMethodTest::test_decorator_attributes")  # fmt: skip
+
+
+def real_suite(args: argparse.Namespace) -> dict[str, Any]:
+    """The gate on a real project's whole suite (PASS_TO_PASS ``auto``), against its suite time.
+
+    The peer is the suite itself: one unisolated host pytest run of the whole suite at
+    base, in this interpreter (the floor any gate pays at least once). A gate's first
+    prediction for an instance pays base (built, installed, run ``--base-runs`` times)
+    and head; the next prediction for the same instance reuses base.
+    """
+    sys.path.insert(0, str(REPO_ROOT))
+    from gradebox.patches import GateConfig, GateSpec, TestIds, run_gate
+    from gradebox.patches import gate as gate_module
+    from gradebox.patches.staticdiff import StaticSettings
+    from sandbox.command import CommandLimits
+    from static.config import StaticConfig
+
+    work = Path(tempfile.mkdtemp(prefix="gbx-bench-real-"))
+    work.chmod(0o755)
+    try:
+        repo = work / "cachetools"
+        subprocess.run(["git", "clone", "-q", str(args.bundle), str(repo)], check=True)
+        base = git(repo, "rev-parse", f"{REAL_COMMIT}~1").strip()
+        patch = git(repo, "diff", base, REAL_COMMIT, "--", "src")
+        test_patch = git(repo, "diff", base, REAL_COMMIT, "--", "tests")
+        tests = TestIds(REAL_F2P, "auto")
+        # Two predictions of the same fix: the second is graded against the kept base.
+        specs = [GateSpec(f"real-{i}", repo, base, patch, tests, test_patch=test_patch)
+                 for i in range(2)]  # fmt: skip
+        static = StaticSettings(config=StaticConfig(cache_dir=work / "mypy"))
+        limits = CommandLimits(timeout_s=600)
+        configs = {
+            "defaults": GateConfig(limits=limits, env_cache=work / "envs", static=static),
+            "1 base run, no static": GateConfig(limits=limits, base_runs=1,
+                                                env_cache=work / "envs", static=None),
+        }  # fmt: skip
+        warm = run_gate(specs[0], configs["defaults"])  # builds the environments: untimed
+        assert warm.verdict == "pass", warm.to_row()
+        suite = []
+        with tempfile.TemporaryDirectory() as d:
+            tree = Path(d) / "t"
+            git(repo, "worktree", "add", "-q", "--detach", str(tree), base)
+            subprocess.run(["git", "apply", "-"], cwd=tree, input=test_patch, text=True,
+                           check=True)  # fmt: skip
+            for _ in range(args.n):
+                t0 = time.monotonic()
+                subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                "tests"], cwd=tree, capture_output=True, check=False,
+                               env={**os.environ, "PYTHONPATH": "src"})  # fmt: skip
+                suite.append(time.monotonic() - t0)
+            git(repo, "worktree", "remove", "--force", str(tree))
+        out: dict[str, Any] = {"suite_s": round(statistics.median(suite), 2), "n": args.n,
+                               "collected": warm.tests.collected if warm.tests else None,
+                               "configs": {}}  # fmt: skip
+        for name, cfg in configs.items():
+            first, nxt = [], []
+            for _ in range(args.n):
+                gate_module._BASES.clear()
+                for spec, into in ((specs[0], first), (specs[1], nxt)):
+                    t0 = time.monotonic()
+                    row = run_gate(spec, cfg)
+                    into.append(time.monotonic() - t0)
+                    assert row.verdict == "pass", row.to_row()
+                assert row.timing["base"] == "cached", row.timing
+            out["configs"][name] = {"first_s": round(statistics.median(first), 2),
+                                    "next_s": round(statistics.median(nxt), 2)}  # fmt: skip
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report_real(f: dict[str, Any]) -> None:
+    suite = f["suite_s"]
+    print(f"cachetools {REAL_COMMIT}: the whole suite ({f['collected']} tests), "
+          f"medians of {f['n']}")  # fmt: skip
+    print(f"peer: the suite once on the host, unisolated: {suite:6.2f} s")
+    for name, c in f["configs"].items():
+        print(f"gate, {name:22}: first prediction {c['first_s']:6.2f} s "
+              f"({c['first_s'] / suite:4.1f}x the suite), next prediction for the same "
+              f"instance {c['next_s']:6.2f} s ({c['next_s'] / suite:4.1f}x; base reused)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer-rev", default="d632684", help="the peer's git revision")
@@ -517,16 +611,21 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help=f"comma-separated, of {', '.join(WORKLOADS)}")  # fmt: skip
     ap.add_argument("--absolute", action="store_true", help="cold vs cached, and a naive runner")
-    ap.add_argument("--n", type=int, default=5, help="--absolute: cached gates to time")
+    ap.add_argument("--n", type=int, default=5, help="--absolute, --real: gates to time")
+    ap.add_argument("--real", action="store_true",
+                    help="a real project's whole suite (cachetools), first vs next prediction")
+    ap.add_argument("--bundle", type=Path, default=BUNDLE, help="--real: the cachetools bundle")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--driver", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.driver:
         print(json.dumps(driver(json.loads(sys.stdin.read()))))
         return
-    fig = absolute(args) if args.absolute else compare(args)
+    fig = real_suite(args) if args.real else absolute(args) if args.absolute else compare(args)
     if args.json:
         print(json.dumps(fig))
+    elif args.real:
+        report_real(fig)
     elif args.absolute:
         report_absolute(fig)
     else:

@@ -88,6 +88,9 @@ _DIR = click.Path(path_type=Path, file_okay=False)
 @click.option("--tree-mb", type=click.IntRange(16, 65536), default=1024, show_default=True,
               help="Size of the in-memory copy of the tree a test run works in.")  # fmt: skip
 @click.option("--no-static", is_flag=True, help="Skip the differential static layers.")
+@click.option("--no-install", is_flag=True, help="Do not build and install the package under "
+              "test (by default, when base declares a build system, its wheel is built in the "
+              "sandbox with base's build backend and installed for every test run).")  # fmt: skip
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               default="added", show_default=True, help="Which new findings count.")  # fmt: skip
 @click.option(
@@ -296,6 +299,7 @@ def _config(o: dict[str, object], policy: Policy | None) -> GateConfig:
         env_cache=cache,
         python=python,
         static=static,
+        install=not o["no_install"],
     )
 
 

@@ -54,6 +54,8 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 @click.option("--env", "env_dir", type=_DIR, help="A prepared virtual environment for every "
               "commit, instead of one built from each base's requirements.txt.")  # fmt: skip
 @click.option("--env-cache", type=_DIR, help="Where built environments are cached (the gate's).")
+@click.option("--no-install", is_flag=True, help="Run the tests against the tree as is: do not "
+              "build and install the package under test (as `gate --no-install`).")  # fmt: skip
 @click.option("--timeout", type=click.FloatRange(1, 7200), default=600, show_default=True,
               help="Seconds per pytest run.")  # fmt: skip
 @click.option("--memory-mb", type=click.IntRange(256, 65536), default=4096, show_default=True,
@@ -133,6 +135,7 @@ def _config(o: dict[str, object]) -> MineConfig:
         max_files=int(str(o["max_files"])), limits=limits,
         env=_path(o["env_dir"]) if o["env_dir"] else None,
         env_cache=_path(o["env_cache"]) if o["env_cache"] else default_cache(), python=python,
+        install=not o["no_install"],
     )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -46,7 +47,8 @@ from gradebox.mine.model import (
 from gradebox.mine.split import Split, noop_patch, prefilter, reverse_patch, split_commit
 from gradebox.mine.testsets import Found, find_tests
 from gradebox.mine.validate import validate
-from gradebox.patches.env import TestEnv, ensure_env, given_env
+from gradebox.patches.build import Packaging, packaging_for
+from gradebox.patches.env import EnvFailed, TestEnv, ensure_env, given_env, lockfile_requirements
 from gradebox.patches.testrun import pytest_setup
 from gradebox.patches.tree import Entry, GitError, ObjectStore, Tree
 from sandbox.errors import IsolationUnavailable
@@ -147,8 +149,14 @@ class Miner:
         env = self._environment(before)
         if isinstance(env, str):
             return Outcome(commit, "env_build_failed", env)
+        packaging = self._packaging(before, scratch)
+        if isinstance(packaging, str):
+            return Outcome(commit, "env_build_failed", packaging)
+        if packaging is not None:
+            env = (env[0], replace(env[1], build=packaging.describe()))
         found = find_tests(split, env[0], pytest_setup(before, env[0]), runs=self.config.runs,
-                           limits=self.config.limits, scratch=scratch)  # fmt: skip
+                           limits=self.config.limits, scratch=scratch,
+                           packaging=packaging)  # fmt: skip
         if isinstance(found, Dropped):
             return Outcome(commit, found.reason, found.detail, flaky=found.flaky)
         instance = self._instance(commit, base, split, found, env[1])
@@ -192,13 +200,22 @@ class Miner:
         if failed is not None:
             return failed
         try:
-            env = ensure_env(self.config.env_cache, repo_name=self.config.repo.resolve().name,
-                             python=self.config.python, lockfile_name=name,
-                             lockfile_text=text)  # fmt: skip
+            env = ensure_env(self.config.env_cache, python=self.config.python,
+                             requirements=lockfile_requirements(name, text))  # fmt: skip
         except SetupError as exc:
             self._env_failures[digest or ""] = str(exc)
             return str(exc)
         return env, EnvSetup(name, digest, _python(env), env.key, _packages(env))
+
+    def _packaging(self, before: Tree, scratch: Path) -> Packaging | str | None:
+        """Base's build system and its environment, or why it cannot be built."""
+        if not self.config.install:
+            return None
+        try:
+            return packaging_for(before, cache=self.config.env_cache, python=self.config.python,
+                                 scratch=scratch)  # fmt: skip
+        except EnvFailed as exc:
+            return f"the package's build environment: {exc}"
 
     def _listing(self, sha: str) -> Listing:
         return _cached(self._listings, sha, lambda: listing(self._store, sha))

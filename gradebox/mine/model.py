@@ -101,6 +101,9 @@ class MineConfig:
     """Where built environments are kept (the gate's cache)."""
     python: str = "/usr/bin/python3"
     """The interpreter environments are made from."""
+    install: bool = True
+    """Build and install the package under test as the gate does (``--no-install``: the
+    tests import from the tree)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,10 @@ class EnvSetup:
     """The environment's cache key (``given`` for ``--env DIR``)."""
     packages: dict[str, str]
     """What the environment holds: distribution -> version."""
+    build: str | None = None
+    """How the package under test was built and installed for each run (base's build
+    system: ``pyproject.toml: hatchling.build [hatchling, hatch-vcs, wheel]``); ``None``:
+    the tests import from the tree."""
 
     def to_json(self) -> dict[str, Json]:
         """The instance's ``environment_setup`` object."""
@@ -147,6 +154,7 @@ class EnvSetup:
             "python": self.python,
             "env_key": self.key,
             "packages": dict(self.packages),
+            "build": self.build,
         }
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from gradebox.mine.model import Dropped
 from gradebox.mine.split import Split
+from gradebox.patches.build import BuildFailed, Installed, Packaging
 from gradebox.patches.env import TestEnv
 from gradebox.patches.protect import DEFAULT_PROTECT, is_test_module
 from gradebox.patches.testrun import PytestSetup, Status, run_suite
@@ -67,13 +68,26 @@ def find_tests(
     runs: int,
     limits: CommandLimits,
     scratch: Path,
+    packaging: Packaging | None = None,
 ) -> Found | Dropped:
-    """Run base and head ``runs`` times each; the tests found, or why there are none."""
+    """Run base and head ``runs`` times each; the tests found, or why there are none.
+
+    With ``packaging``, each tree's package is built in the sandbox and installed
+    for its runs, as the gate does; a tree that does not build is
+    ``env_build_failed``.
+    """
     try:
         base_dir = _write(split.base_tree, scratch / "base")
         head_dir = _write(split.head_tree, scratch / "head")
     except PathRefused as exc:
         return Dropped("does_not_apply", f"cannot write the tree: {exc}")
+    installed: dict[Path, Installed | None] = {base_dir: None, head_dir: None}
+    if packaging is not None:
+        for where, tree in (("base", base_dir), ("the commit", head_dir)):
+            try:
+                installed[tree] = packaging.build(tree, limits, scratch / f"{tree.name}-wheel")[1]
+            except BuildFailed as exc:
+                return Dropped("env_build_failed", f"the package does not build at {where}: {exc}")
     wanted = targets(split)
     base: list[dict[str, Status]] = []
     head: list[dict[str, Status]] = []
@@ -82,7 +96,7 @@ def find_tests(
         for where, tree, out, collect in (("base", base_dir, base, False),
                                           ("the commit", head_dir, head, n == 0)):  # fmt: skip
             run = run_suite(tree, env, wanted, limits, collect=collect, readonly=DEFAULT_PROTECT,
-                            setup=setup)  # fmt: skip
+                            setup=setup, package=installed[tree])  # fmt: skip
             if not run.reliable:
                 return Dropped("tests_unreliable", f"at {where}: " + "; ".join(run.problems))
             out.append(dict(run.statuses))

@@ -30,7 +30,8 @@ def validate(config: MineConfig, instance: Instance, noop: str, reverse: str) ->
         SetupError: The sandbox or the environment is unavailable.
     """
     gate = GateConfig(limits=config.limits, base_runs=config.runs, env=config.env,
-                      env_cache=config.env_cache, python=config.python, static=None)  # fmt: skip
+                      env_cache=config.env_cache, python=config.python, static=None,
+                      install=config.install)  # fmt: skip
     tests = TestIds(instance.fail_to_pass, instance.pass_to_pass)
 
     def check(kind: PatchKind, base: str, patch: str, test_patch: str | None) -> GateCheck:

@@ -10,12 +10,15 @@ What goes in: each distribution the base revision's lockfile pins
 * **From the base, never from the patch.** The lockfile is read at the base
   revision: a patch cannot add a package to the environment.
 * **Wheels only** (``--only-binary :all:``): installing runs no package's build
-  code on the host. A distribution without a wheel is a setup error that says so;
-  give a prepared environment with ``--env DIR`` instead.
-* **Keyed** by the repository's name, the interpreter, the lockfile's name and
-  contents: ``<cache>/<sha256 prefix>``. Built in a temporary directory and
-  renamed into place under a file lock, so concurrent gates build it once and
-  a half-built environment is never used.
+  code on the host. A distribution without a wheel is :class:`EnvFailed`, which
+  says so (the gate reports it as the row's ``infra_error``, never as the
+  patch's failure); give a prepared environment with ``--env DIR`` instead.
+* The same function builds the *build* environment of a package
+  (:mod:`gradebox.patches.build`) from base's ``[build-system] requires``.
+* **Keyed** by the interpreter and the requirements, nothing else (two clones
+  of one project share an environment): ``<cache>/<sha256 prefix>``. Built
+  in a temporary directory and renamed into place under a file lock, so
+  concurrent gates build it once and a half-built environment is never used.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -35,7 +39,18 @@ from typing import ClassVar
 from gradebox.errors import SetupError
 from static.lockfiles import LockfileError, read_lockfile
 
-__all__ = ["TestEnv", "default_cache", "ensure_env", "given_env"]
+__all__ = [
+    "EnvFailed",
+    "TestEnv",
+    "default_cache",
+    "ensure_env",
+    "given_env",
+    "lockfile_requirements",
+]
+
+
+class EnvFailed(SetupError):
+    """An environment cannot be built (for this base: reported per row as ``infra_error``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,32 +89,25 @@ def given_env(path: Path) -> TestEnv:
 
 
 def ensure_env(
-    cache: Path,
-    *,
-    repo_name: str,
-    python: str,
-    lockfile_name: str | None,
-    lockfile_text: str | None,
+    cache: Path, *, python: str, requirements: Sequence[str], what: str = "test"
 ) -> TestEnv:
-    """The cached environment for this repository and lockfile, built if missing.
+    """The cached environment holding ``requirements``, built if missing.
 
     Args:
         cache: The cache directory (created, mode 0755).
-        repo_name: The repository's name (part of the key).
         python: The sandbox's interpreter (3.11+) the environment is made from.
-        lockfile_name: The lockfile's file name (its format), or ``None``.
-        lockfile_text: Its text at the base revision, or ``None``.
+        requirements: What pip installs (wheels only), e.g. from
+            :func:`lockfile_requirements`.
+        what: Which environment, for messages (``test``, ``build``).
 
     Returns:
-        The environment.
+        The environment: its key is the interpreter and the requirements, nothing
+        else (the same lockfile in two clones shares one environment).
 
     Raises:
-        SetupError: The lockfile is unreadable, or pip cannot build the environment.
+        EnvFailed: pip cannot build the environment.
     """
-    requirements = _requirements(lockfile_name, lockfile_text)
-    key = hashlib.sha256(
-        "\0".join([repo_name, python, lockfile_name or "", lockfile_text or ""]).encode()
-    ).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([python, *requirements]).encode()).hexdigest()[:24]
     if not cache.is_dir():
         cache.mkdir(parents=True, exist_ok=True)
         cache.chmod(0o755)  # whatever the umask: the sandbox's uid reads the environments
@@ -111,7 +119,7 @@ def ensure_env(
         t0 = time.monotonic()
         tmp = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=cache))
         try:
-            _build(tmp, python, requirements)
+            _build(tmp, python, list(requirements), what)
             (tmp / ".gradebox-complete").write_text(key)
             _readable(tmp)
             shutil.rmtree(final, ignore_errors=True)
@@ -121,7 +129,12 @@ def ensure_env(
         return TestEnv(final, key, round(time.monotonic() - t0, 3))
 
 
-def _requirements(name: str | None, text: str | None) -> list[str]:
+def lockfile_requirements(name: str | None, text: str | None) -> list[str]:
+    """The tests' requirements: each pin of the base lockfile, and pytest when it has none.
+
+    Raises:
+        EnvFailed: The lockfile does not parse, or pins a URL.
+    """
     pins: dict[str, str] = {}
     if name is not None and text is not None:
         with tempfile.TemporaryDirectory() as d:
@@ -130,12 +143,12 @@ def _requirements(name: str | None, text: str | None) -> list[str]:
             try:
                 pins = read_lockfile(path)
             except LockfileError as exc:
-                raise SetupError(f"the base revision's lockfile: {exc}") from exc
+                raise EnvFailed(f"the base revision's lockfile: {exc}") from exc
     out = []
     for dist, version in sorted(pins.items()):
         first = version.split(" || ")[0]
         if first.startswith("@"):
-            raise SetupError(f"{name}: {dist} is pinned to a URL; give a prepared --env DIR")
+            raise EnvFailed(f"{name}: {dist} is pinned to a URL; give a prepared --env DIR")
         out.append(f"{dist}=={first}" if first and first[0].isdigit() else f"{dist}{first}")
     if "pytest" not in pins:
         out.append("pytest")
@@ -154,7 +167,7 @@ def _readable(top: Path) -> None:
         del dirnames
 
 
-def _build(dest: Path, python: str, requirements: list[str]) -> None:
+def _build(dest: Path, python: str, requirements: list[str], what: str) -> None:
     steps = [
         [python, "-m", "venv", "--without-pip", str(dest)],
         [sys.executable, "-m", "pip", "--python", str(dest / "bin" / "python"), "install",
@@ -165,7 +178,8 @@ def _build(dest: Path, python: str, requirements: list[str]) -> None:
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SetupError(f"cannot build the test environment: {exc}") from exc
+            raise EnvFailed(f"cannot build the {what} environment: {exc}") from exc
         if proc.returncode:
-            tail = proc.stderr.strip().splitlines()[-3:]
-            raise SetupError("cannot build the test environment: " + " / ".join(tail)[:500])
+            lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("WARNING")]
+            tail = " / ".join(lines[-3:])[:500]
+            raise EnvFailed(f"cannot build the {what} environment: {tail}")

@@ -15,10 +15,15 @@ order, and what each step can decide (:func:`run_gate`):
    new tests are ``patch_touches_tests`` (or, with ``protect_mode="strip"``,
    put back to base and said so); new tests run separately (step 6);
 4. base + hidden test patch + tripwires (:mod:`gradebox.patches.tripwires`),
-   run ``base_runs`` times: tests whose status differs are quarantined;
+   its package built and installed when base declares a build system
+   (:mod:`gradebox.patches.build`; a failure is the row's ``infra_error``),
+   run ``base_runs`` times: tests whose status differs are quarantined. This
+   step is kept per base revision, test patch, environment and settings, so the
+   next prediction for the same instance does not repeat it;
 5. the deciding tree: head with protected paths and every root pytest
    configuration file as at base, the hidden test patch and the same
-   tripwires; head run plus a separate collection (cross-check);
+   tripwires, its package built (a build that fails here, after base built,
+   is ``build_failed``); head run plus a separate collection (cross-check);
 6. the patch's new tests, in a tree that adds them, run and reported;
 7. tamper scan of added lines (links read through); differential static;
    diff size;
@@ -30,9 +35,12 @@ Nothing here raises for what a patch does: every outcome is a :class:`GateRow`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,9 +49,23 @@ from typing import TYPE_CHECKING, Literal
 from gradebox.errors import SetupError
 from gradebox.patches import tripwires
 from gradebox.patches.applier import ApplyFailed, ApplyStrategy, LinkRefused, apply_patch
+from gradebox.patches.build import (
+    BuildFailed,
+    Installed,
+    Packaging,
+    Wheel,
+    packaging_for,
+)
 from gradebox.patches.changes import binary, tree_changes
 from gradebox.patches.diff import FileChange, ParsedPatch, PatchRefused, parse_patch
-from gradebox.patches.env import TestEnv, default_cache, ensure_env, given_env
+from gradebox.patches.env import (
+    EnvFailed,
+    TestEnv,
+    default_cache,
+    ensure_env,
+    given_env,
+    lockfile_requirements,
+)
 from gradebox.patches.model import ApplyReport, GateRow, GateSpec, ProtectMode, TestsPart
 from gradebox.patches.protect import DEFAULT_PROTECT, Protection, glob_matches, protection
 from gradebox.patches.staticdiff import StaticSettings, diff_size, differential
@@ -100,6 +122,9 @@ class GateConfig:
     """The interpreter environments are made from."""
     static: StaticSettings | None = field(default_factory=StaticSettings)
     """The static layers (``None``: off)."""
+    install: bool = True
+    """Build the package under test with base's build backend and install it for each run
+    (:mod:`gradebox.patches.build`); ``False``: the tests import from the tree."""
 
 
 def run_gate(spec: GateSpec, config: GateConfig, judge: Judge | None = None) -> GateRow:
@@ -121,6 +146,8 @@ def run_gate(spec: GateSpec, config: GateConfig, judge: Judge | None = None) -> 
         row = _gate(spec, config, ObjectStore(spec.repo), scratch, judge)
     except GitError as exc:
         row = GateRow(spec.id, "needs_review", "infra_error", infra_error=str(exc))
+    except EnvFailed as exc:
+        row = GateRow(spec.id, "needs_review", "infra_error", infra_error=f"env: {exc}"[:600])
     except IsolationUnavailable as exc:
         raise SetupError(f"the patch gate needs bubblewrap isolation: {exc}") from exc
     finally:
@@ -204,21 +231,18 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
     config_name = setup.config
     targets = _targets(spec)
     readonly = tuple(dict.fromkeys([*DEFAULT_PROTECT, *patterns]))
+    packaging = _packaging(config, before, scratch)
     try:
         base_tree = _with_hidden(before, hidden, store)
     except ApplyFailed:
         err = "the hidden test patch does not apply to base"
         return GateRow(spec.id, "needs_review", "infra_error", base=base, infra_error=err)
-    plan = tripwires.plan(base_tree, spec.tests.fail_to_pass, targets)
-    wired = [*targets, plan.path] if plan is not None and targets else targets
-    base_runs, problem = _base_runs(
-        _write(tripwires.plant(base_tree, plan), scratch / "base"), env, wired, config,
-        readonly, setup,
-    )  # fmt: skip
-    if problem is not None:
-        return GateRow(spec.id, "needs_review", "infra_error", base=base, infra_error=problem)
-    if plan is not None and not all(tripwires.held(plan, r.statuses) for r in base_runs):
-        plan = None  # the tripwires were not collected or ran otherwise at base: none at head
+    at_base = _at_base(spec, config, base, base_tree, env, targets, readonly, setup, packaging,
+                       scratch)  # fmt: skip
+    if at_base.problem is not None:
+        return GateRow(spec.id, "needs_review", "infra_error", base=base,
+                       infra_error=at_base.problem, timing=at_base.timing)  # fmt: skip
+    base_runs, plan = list(at_base.runs), at_base.plan
     put_back = {*prot.touched, *prot.added_tests}
     hidden_paths = set(hidden.paths) if hidden is not None else set()
     restored = tuple(sorted(hidden_paths & {c.path for c in head.changes}))
@@ -233,10 +257,19 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
                          prot.lines, prot.added_tests)  # fmt: skip
     deciding = tripwires.plant(deciding, plan)
     wired = [*targets, plan.path] if plan is not None and targets else targets
-    run = run_suite(_write(deciding, scratch / "head"), env, _existing(wired, deciding),
-                    config.limits, collect=True, readonly=readonly, setup=setup)  # fmt: skip
+    head_dir = _write(deciding, scratch / "head")
+    installed: Installed | None = None
+    if packaging is not None and at_base.wheel is not None:
+        try:
+            installed = packaging.build(head_dir, config.limits, scratch / "head-wheel")[1]
+        except BuildFailed as exc:
+            why = f"the package does not build after the patch: {exc}"
+            return GateRow(spec.id, "fail", "build_failed", why, base, report,
+                           timing=at_base.timing)  # fmt: skip
+    run = run_suite(head_dir, env, _existing(wired, deciding), config.limits, collect=True,
+                    readonly=readonly, setup=setup, package=installed)  # fmt: skip
     added_run = _added_run(prot, head.tree, deciding, hidden_paths, scratch, env, config,
-                           readonly, setup)  # fmt: skip
+                           readonly, setup, installed)  # fmt: skip
     tests = _tests(spec, base_runs, run, plan, added_run, prot)
     view_before, view_after = resolved(before), resolved(overlay(head.tree, before, put_back))
     changes = tree_changes(view_before, view_after)
@@ -252,9 +285,11 @@ def _gate(  # noqa: PLR0915 - the steps of the module docstring, in order
     timing: dict[str, float | str | None] = {
         "env": "given" if env.key == "given" else "built" if env.built_s is not None else "cached",
         "env_s": env.built_s,
+        **at_base.timing,
     }
     rules = (("pytest_config", f"base:{base}:{config_name}" if config_name else "none"),
-             ("protect", "spec" if spec.protect is not None else "default"))  # fmt: skip
+             ("protect", "spec" if spec.protect is not None else "default"),
+             ("install", "none" if packaging is None else packaging.describe()))  # fmt: skip
     return GateRow(
         spec.id, verdict, reason, note, base, report, tests, tuple(tamper), static,
         diff_size(changes, texts[0], texts[1]), timing=timing,
@@ -288,6 +323,7 @@ def _added_run(
     config: GateConfig,
     readonly: tuple[str, ...],
     setup: PytestSetup,
+    installed: Installed | None,
 ) -> SuiteRun | None:
     files = [p for p in prot.added_tests if p not in hidden_paths]
     if not files:
@@ -297,7 +333,7 @@ def _added_run(
         tree[p] = head[p]
     ids = [i for i in prot.new_test_ids if i.split("::", 1)[0] in files]
     return run_suite(_write(tree, scratch / "added"), env, ids, config.limits, collect=True,
-                     readonly=readonly, setup=setup)  # fmt: skip
+                     readonly=readonly, setup=setup, package=installed)  # fmt: skip
 
 
 def _judge(
@@ -327,10 +363,8 @@ def _environment(spec: GateSpec, config: GateConfig, before: Tree) -> TestEnv:
     if name and (entry is None or entry.is_link):
         raise SetupError(f"{spec.where or spec.id}: lockfile {name!r} is not in the base revision")
     text = entry.data.decode("utf-8", "replace") if entry is not None else None
-    return ensure_env(
-        config.env_cache, repo_name=spec.repo.resolve().name, python=config.python,
-        lockfile_name=name, lockfile_text=text,
-    )  # fmt: skip
+    return ensure_env(config.env_cache, python=config.python,
+                      requirements=lockfile_requirements(name, text))  # fmt: skip
 
 
 def _hidden_patch(spec: GateSpec) -> ParsedPatch | None:
@@ -360,16 +394,106 @@ def _base_runs(
     config: GateConfig,
     readonly: tuple[str, ...],
     setup: PytestSetup,
+    installed: Installed | None,
 ) -> tuple[list[SuiteRun], str | None]:
     runs = []
     present = [t for t in targets if (tree / t).is_file() and not (tree / t).is_symlink()]
     for _ in range(max(1, config.base_runs)):
         run = run_suite(tree, env, present, config.limits, collect=False, readonly=readonly,
-                        setup=setup)  # fmt: skip
+                        setup=setup, package=installed)  # fmt: skip
         if not run.reliable:
             return [], "the tests cannot be run at base: " + "; ".join(run.problems)
         runs.append(run)
     return runs, None
+
+
+def _packaging(config: GateConfig, before: Tree, scratch: Path) -> Packaging | None:
+    if not config.install:
+        return None
+    return packaging_for(before, cache=config.env_cache, python=config.python, scratch=scratch)
+
+
+@dataclass(frozen=True, slots=True)
+class _AtBase:
+    """What the gate learns at base: its runs, the tripwires that held, its wheel."""
+
+    runs: tuple[SuiteRun, ...]
+    plan: tripwires.Plan | None
+    wheel: Wheel | None
+    problem: str | None
+    timing: dict[str, float | str | None]
+
+
+_BASES: OrderedDict[str, _AtBase] = OrderedDict()
+_BASES_KEPT = 16
+
+
+def _at_base(
+    spec: GateSpec,
+    config: GateConfig,
+    base: str,
+    base_tree: dict[str, Entry],
+    env: TestEnv,
+    targets: list[str],
+    readonly: tuple[str, ...],
+    setup: PytestSetup,
+    packaging: Packaging | None,
+    scratch: Path,
+) -> _AtBase:
+    """Base's runs, once per base revision, test patch, environment and settings.
+
+    Every predictions for one instance shares them: base does not change with the
+    patch (the key holds everything the runs depend on), and a run that could not
+    be believed is not kept.
+    """
+    key = _base_key(spec, config, base, env, targets, readonly, setup, packaging)
+    hit = _BASES.get(key)
+    if hit is not None:
+        _BASES.move_to_end(key)
+        return replace(hit, timing={**hit.timing, "base": "cached"})
+    t0 = time.monotonic()
+    plan = tripwires.plan(base_tree, spec.tests.fail_to_pass, targets)
+    wired = [*targets, plan.path] if plan is not None and targets else targets
+    base_dir = _write(tripwires.plant(base_tree, plan), scratch / "base")
+    wheel, installed = None, None
+    if packaging is not None:
+        try:
+            wheel, installed = packaging.build(base_dir, config.limits, scratch / "base-wheel")
+        except BuildFailed as exc:
+            why = f"env: the package does not build at base ({packaging.system.origin}): {exc}"
+            return _AtBase((), None, None, why, {"base": "run"})
+    runs, problem = _base_runs(base_dir, env, wired, config, readonly, setup, installed)
+    if plan is not None and not all(tripwires.held(plan, r.statuses) for r in runs):
+        plan = None  # the tripwires were not collected or ran otherwise at base: none at head
+    timing: dict[str, float | str | None] = {
+        "base": "run",
+        "base_s": round(time.monotonic() - t0, 3),
+    }
+    found = _AtBase(tuple(runs), plan, wheel, problem, timing)
+    if problem is None:
+        _BASES[key] = found
+        while len(_BASES) > _BASES_KEPT:
+            _BASES.popitem(last=False)
+    return found
+
+
+def _base_key(
+    spec: GateSpec,
+    config: GateConfig,
+    base: str,
+    env: TestEnv,
+    targets: list[str],
+    readonly: tuple[str, ...],
+    setup: PytestSetup,
+    packaging: Packaging | None,
+) -> str:
+    parts = [
+        str(spec.repo.resolve()), base, spec.test_patch or "", json.dumps(targets),
+        json.dumps(list(spec.tests.fail_to_pass)), str(env.path), env.key, repr(config.limits),
+        str(config.base_runs), json.dumps(list(readonly)), repr(setup),
+        "none" if packaging is None else f"{packaging.describe()}\0{packaging.env.key}",
+    ]  # fmt: skip
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def _tests(

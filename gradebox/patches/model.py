@@ -55,6 +55,7 @@ GateReason = Literal[
     "patch_refused",
     "apply_failed",
     "patch_touches_tests",
+    "build_failed",
     "tests_timeout",
     "tests_unreliable",
     "fail_to_pass",
@@ -67,7 +68,8 @@ GateReason = Literal[
     "not_run",
 ]
 """Why a gate decided as it did: the first thing that decided it, in gate order
-(``not_run``: the service did not run it, e.g. its token was revoked while it was queued)."""
+(``not_run``: the service did not run it, e.g. its token was revoked while it was queued;
+``build_failed``: base's build backend builds base but not the tree after the patch)."""
 
 ProtectMode = Literal["fail", "strip"]
 """A patch touching protected paths fails, or those files are dropped and the rest graded."""

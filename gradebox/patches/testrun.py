@@ -34,6 +34,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
+from gradebox.patches.build import LIB_DIR, Installed
 from gradebox.patches.env import TestEnv
 from gradebox.patches.protect import readonly_paths
 from gradebox.patches.tree import Tree
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_ID_CHARS",
     "MAX_TESTS",
     "MAX_XML_BYTES",
+    "Installed",
     "PytestSetup",
     "Status",
     "SuiteRun",
@@ -111,6 +113,7 @@ def run_suite(
     collect: bool,
     readonly: Sequence[str] = (),
     setup: PytestSetup | None = None,
+    package: Installed | None = None,
 ) -> SuiteRun:
     """Run pytest over ``targets`` (files or node ids; all tests when empty) in a copy of ``tree``.
 
@@ -123,6 +126,9 @@ def run_suite(
         readonly: Globs of the tree mounted read-only over the writable copy
             (the tests and their configuration: see :func:`readonly_paths`).
         setup: The configuration and plugins (base revision's); ``None``: no ini file.
+        package: The package under test, built from this tree: installed into the
+            sandbox's private ``/tmp`` before pytest starts, ahead of the tree on
+            ``sys.path`` (``None``: the tests import from the tree).
     """
     setup = setup or PytestSetup(None)
     scratch = Path(tempfile.mkdtemp(prefix="gradebox-run-"))
@@ -138,10 +144,13 @@ def run_suite(
             Mount(env.path, str(env.path)),
             Mount(scratch / "boot", _BOOT_DIR),
         ]
-        listed = _collect(env, targets, limits, mounts, setup) if collect else None
+        if package is not None:
+            mounts += [Mount(package.wheel_dir, "/.gradebox-wheel"), Mount(package.lib, LIB_DIR)]
+        environ = _env(env, installed=package is not None)
+        listed = _collect(env, targets, limits, mounts, setup, environ) if collect else None
         argv = [*_pytest(env, setup), f"--junitxml={_XML}", *targets]
         res = run_command(
-            argv, cwd="/repo", mounts=mounts, env=_env(env), limits=limits,
+            argv, cwd="/repo", mounts=mounts, env=environ, limits=limits,
             result_file=_XML, result_bytes=MAX_XML_BYTES + 1,
         )  # fmt: skip
         if res.status == "infra_error":
@@ -172,6 +181,7 @@ _PYTEST_OPTS = [
 fix it needs; at head, broken by the patch) is that module's failure, not the end of the
 session: every other module, the planted tripwires included, still runs."""
 _BOOT_DIR = "/.gradebox"
+_SITE_PATH = "/tmp/gradebox-site:/repo"  # noqa: S108 - the sandbox's private /tmp
 
 BOOT = """\
 # gradebox's pytest start-up: runs with ``python -I`` (no PYTHONPATH, no cwd, no user
@@ -182,7 +192,25 @@ import importlib
 import pkgutil
 import sys
 
-sys.path[:] = [p for p in sys.path if p not in ("", ".", "/repo")] + ["/repo/src", "/repo"]
+import os
+
+_TREE = ["/repo/src", "/repo"]
+if os.path.isdir("/.gradebox-wheel"):  # the package under test, built from this tree
+    sys.path.insert(0, "/.gradebox-lib")
+    from installer import install
+    from installer.destinations import SchemeDictionaryDestination
+    from installer.sources import WheelFile
+
+    _SITE = "/tmp/gradebox-site"
+    _scheme = {k: _SITE for k in ("purelib", "platlib", "headers", "scripts", "data")}
+    for _wheel in sorted(os.listdir("/.gradebox-wheel")):
+        with WheelFile.open(os.path.join("/.gradebox-wheel", _wheel)) as _source:
+            install(_source, SchemeDictionaryDestination(_scheme, sys.executable, "posix"), {})
+    sys.path.remove("/.gradebox-lib")
+    for _name in [m for m in sys.modules if m == "installer" or m.startswith("installer.")]:
+        del sys.modules[_name]
+    _TREE = [_SITE, "/repo"]  # installed first; /repo for the tests' own helpers
+sys.path[:] = [p for p in sys.path if p not in ("", ".", "/repo")] + _TREE
 import pytest  # noqa: E402
 import _pytest  # noqa: E402
 
@@ -266,11 +294,11 @@ def _plugins(env: TestEnv) -> tuple[str, ...]:
     return tuple(sorted(m for m in mods if m))
 
 
-def _env(env: TestEnv) -> dict[str, str]:
+def _env(env: TestEnv, *, installed: bool) -> dict[str, str]:
     # PYTHONPATH is for the tests' own child processes (pytest itself runs with -I).
     return {
         "PATH": f"{env.path}/bin:/usr/bin:/bin",
-        "PYTHONPATH": "/repo/src:/repo",
+        "PYTHONPATH": _SITE_PATH if installed else "/repo/src:/repo",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
 
@@ -285,10 +313,11 @@ def _collect(
     limits: CommandLimits,
     mounts: Sequence[Mount],
     setup: PytestSetup,
+    environ: dict[str, str],
 ) -> set[str] | None:
     argv = [*_pytest(env, setup), "--collect-only", *targets]
     lim = dataclasses.replace(limits, output_bytes=4 * 1024 * 1024)
-    res = run_command(argv, cwd="/repo", mounts=mounts, env=_env(env), limits=lim)
+    res = run_command(argv, cwd="/repo", mounts=mounts, env=environ, limits=lim)
     if res.status != "exited" or res.stdout.endswith("[output truncated]"):
         return None
     return {ln.strip() for ln in res.stdout.splitlines() if "::" in ln and " " not in ln.strip()}

@@ -190,15 +190,15 @@ def test_a_given_environment_is_used_as_is(repo, config, spec, fix, env_cache):
     assert row.to_row()["timing"]["env"] == "given" and row.verdict == "pass"
 
 
-def test_a_lockfile_pinned_to_a_url_is_a_setup_error(tmp_path, config, spec, fix, repo_with):
-    import pytest
-
-    from gradebox.errors import SetupError
-
+def test_a_lockfile_pinned_to_a_url_is_the_environments_failure_not_the_patchs(
+    tmp_path, config, spec, fix, repo_with
+):
     from_url = "pytest @ https://files.example.invalid/download\n"
     bad = repo_with(tmp_path / "r", {"requirements.txt": from_url})
-    with pytest.raises(SetupError, match="pinned to a URL"):
-        run_gate(spec(bad, bad.patch(fix)), config)
+    row = run_gate(spec(bad, bad.patch(fix)), config)
+    assert (row.verdict, row.reason) == ("needs_review", "infra_error")
+    assert row.infra_error is not None and row.infra_error.startswith("env: ")
+    assert "pinned to a URL" in row.infra_error
 
 
 def test_a_patch_made_on_a_later_revision_applies_with_3way(repo, config, spec, fix):
