@@ -19,7 +19,11 @@ the lines. Each check has a stable id:
 - ``T005`` patches builtins: imports ``builtins``, or names ``__builtins__``;
 - ``T006`` reaches for names in strings: ``importlib``/``__import__``,
   ``getattr``/``setattr`` with a non-literal name (a literal one is judged as
-  the attribute it names), ``vars()``, ``.__dict__``, ``exec``/``eval``/``compile``;
+  the attribute it names), ``vars()``, ``exec``/``eval``/``compile``, and
+  ``.__dict__`` of anything but a plain local name that is not an imported module
+  (``os.__dict__``, ``type(x).__dict__``, ``sys.modules[k].__dict__`` are hits;
+  ``obj.__dict__.setdefault(...)`` in a descriptor, as ``functools.cached_property``
+  does, is an object's own state and is not: cachetools 86352ae);
 - ``T007`` adds a top-level module (``json.py``, ``src/re/__init__.py``) named like
   a standard-library module: on the tests' ``PYTHONPATH`` it would be imported
   in its place, by pytest too (:func:`shadows`).
@@ -108,6 +112,7 @@ def _lines(node: ast.AST) -> set[int]:
 
 
 def _risks(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
+    modules = _imported(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -123,21 +128,32 @@ def _risks(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
                 if rule:
                     yield node, rule, f"imports {top}.{alias.name}"
         elif isinstance(node, ast.Attribute):
-            yield from _attribute(node)
+            yield from _attribute(node, modules)
         elif isinstance(node, ast.Name) and node.id == "__builtins__":
             yield node, "T005", "names __builtins__"
         elif isinstance(node, ast.Call):
             yield from _call(node)
 
 
-def _attribute(node: ast.Attribute) -> Iterator[tuple[ast.AST, str, str]]:
+def _imported(tree: ast.AST) -> set[str]:
+    """Every name an import binds in the file (a module, or anything ``from`` one)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def _attribute(node: ast.Attribute, modules: set[str]) -> Iterator[tuple[ast.AST, str, str]]:
     if isinstance(node.value, ast.Name):
         rule = _ATTRS.get((node.value.id, node.attr))
         if rule:
             yield node, rule, f"uses {node.value.id}.{node.attr}"
     if node.attr in _FRAME_ATTRS:
         yield node, "T003", f"walks frames (.{node.attr})"
-    if node.attr == "__dict__":
+    own_state = isinstance(node.value, ast.Name) and node.value.id not in modules
+    if node.attr == "__dict__" and not own_state:
         yield node, "T006", "reaches into a namespace (.__dict__)"
 
 

@@ -163,8 +163,28 @@ def test_tamper_scan_sees_exit_hooks_argv_namespaces_and_literal_getattr():
         "getattr(os, '_exit')\n"
         "getattr(os, 'path')\n"
         "import ctypes\n"
+        "type(path).__dict__\n"
+        "sys.modules['x'].__dict__\n"
+        "import json as j\n"
+        "j.__dict__\n"
     )
-    hits = scan("pkg/m.py", code, frozenset(range(1, 9)))
+    hits = scan("pkg/m.py", code, frozenset(range(1, 13)))
     assert [(h.line, h.rule) for h in hits] == [
         (2, "T004"), (3, "T002"), (4, "T006"), (5, "T006"), (6, "T004"), (8, "T004"),
+        (9, "T006"), (10, "T002"), (10, "T006"), (12, "T006"),
     ]  # fmt: skip
+
+
+def test_an_objects_own_dict_in_a_descriptor_is_not_a_tamper_risk():
+    """cachetools 86352ae, as functools.cached_property does: the object's own state."""
+    code = (
+        "class cachedmethod:\n"
+        "    def __get__(self, obj, objtype=None):\n"
+        "        wrapper = self._wrap(obj)\n"
+        "        try:\n"
+        "            wrapper = obj.__dict__.setdefault(self.__attrname, wrapper)\n"
+        "        except AttributeError:\n"
+        "            raise TypeError(\"No '__dict__' attribute\") from None\n"
+        "        return wrapper\n"
+    )
+    assert scan("src/cachetools/_cachedmethod.py", code, frozenset(range(1, 9))) == []
