@@ -20,7 +20,7 @@ from typing import Literal
 
 __all__ = ["FileErrors", "Finding", "Layer", "Severity", "ToolError"]
 
-Layer = Literal["lint", "types", "security", "imports", "diff", "metrics", "claims"]
+Layer = Literal["lint", "types", "security", "imports", "diff", "metrics", "claims", "deps"]
 """Which static layer produced a finding."""
 
 Severity = Literal["info", "low", "medium", "high"]
@@ -43,6 +43,9 @@ class Finding:
     """1-based column (0 when unknown)."""
     message: str
     """A short message; never contains hidden cases or secrets."""
+    refs: tuple[str, ...] = ()
+    """What the finding is about beyond its rule: an advisory's id, then its aliases
+    (``deps`` layer); policy selectors match these as they match the rule."""
 
 
 class ToolError(RuntimeError):

@@ -45,7 +45,7 @@ from packaging.utils import canonicalize_name
 
 from static.findings import Finding, Severity
 
-__all__ = ["KNOWN_IMPORTS", "WELL_KNOWN_DISTRIBUTIONS", "check"]
+__all__ = ["KNOWN_IMPORTS", "WELL_KNOWN_DISTRIBUTIONS", "check", "imported_distributions"]
 
 KNOWN_IMPORTS: Mapping[str, tuple[str, ...]] = {
     # Import names that are not their distribution's name (canonical forms that
@@ -191,6 +191,46 @@ def check(
             line, col = _position(node, lines)
             findings.append(Finding("imports", verdict[0], verdict[1], line, col, verdict[2]))
     return findings
+
+
+def imported_distributions(
+    code: str,
+    available: Collection[str],
+    *,
+    local_modules: Collection[str] = (),
+    environment: Mapping[str, Sequence[str]],
+) -> list[tuple[str, int, int]]:
+    """The distributions the code imports, among ``available``, each at its first import.
+
+    Resolved as :func:`check` resolves them (the table, the name, the environment);
+    imports that resolve to nothing in ``available`` are :func:`check`'s business.
+
+    Args:
+        code: The candidate's source; parsed, never run.
+        available: Canonical names of the distributions that may provide imports
+            (the lockfile's, or the installed ones).
+        local_modules: Top-level module names the candidate provides itself.
+        environment: ``importlib.metadata.packages_distributions()``.
+
+    Returns:
+        ``(canonical distribution, line, column)`` in source order, each distribution once.
+    """
+    tree = _parse(code)
+    if tree is None:
+        return []
+    local = {name.split(".", 1)[0] for name in local_modules}
+    lines = re.split(r"\r\n|\r|\n", code)
+    found: dict[str, tuple[int, int]] = {}
+    for module, node in _imports(tree):
+        top = module.split(".", 1)[0]
+        if top in sys.stdlib_module_names or top in local:
+            continue
+        table, names, installed = _distributions(module, environment)
+        for dist in (str(canonicalize_name(d)) for d in (*table, *names, *installed)):
+            if dist in available:
+                found.setdefault(dist, _position(node, lines))
+                break
+    return [(dist, line, col) for dist, (line, col) in found.items()]
 
 
 def _parse(code: str) -> ast.Module | None:

@@ -9,8 +9,16 @@ A :class:`Policy` is configuration (per task set), not code: two lists of
 
 The default (:data:`DEFAULT_POLICY`) fails a candidate on a high-severity
 security finding (bandit ``HIGH`` with at least ``MEDIUM`` confidence: shell
-injection, disabled certificate checks, weak hashes for security) and on an
-invented import (``GBX101``, a supply-chain risk); everything else annotates.
+injection, disabled certificate checks, weak hashes for security), on an
+invented import (``GBX101``, a supply-chain risk) and on a dependency with a
+known vulnerability rated high or critical (``deps``); any other known
+vulnerability (``GBX311``, ``GBX312``: rated lower, or not rated) asks for
+review; everything else annotates.
+
+A selector's ``rules`` and ``except_rules`` match a finding's rule id or any of
+its ``refs`` (the ``deps`` layer's advisory id and aliases), so ``rules =
+["PYSEC-2014-8"]`` or ``except_rules = ["CVE-2014-1402"]`` select one advisory
+by any of its names, and a task's ``allow_rules`` can allow one.
 
 The effect only ever makes a verdict worse: the grader combines it with the
 hidden tests, and a failed test stays failed whatever the policy says.
@@ -21,6 +29,8 @@ In a task set's configuration (TOML or JSON), read with :meth:`Policy.from_mappi
     fail_on = [
         {layer = "security", min_severity = "high", except_rules = ["B324"]},
         {layer = "imports", rules = ["GBX101"]},
+        {layer = "deps", min_severity = "medium"},
+        {layer = "deps", rules = ["GHSA-*", "PYSEC-2014-8"]},
     ]
     review_on = [{layer = "types", rules = ["GBX001"]}]
 """
@@ -63,13 +73,14 @@ class Selector:
             finding: Any static finding.
 
         Returns:
-            ``True`` when layer, severity, a rule pattern match and no exception matches.
+            ``True`` when layer, severity, a rule pattern match and no exception matches
+            (a pattern matches the rule id or one of the finding's ``refs``).
         """
         return (
             (self.layer is None or finding.layer == self.layer)
             and _RANK[finding.severity] >= _RANK[self.min_severity]
-            and _any_match(finding.rule, self.rules)
-            and not _any_match(finding.rule, self.except_rules)
+            and _any_match(finding, self.rules)
+            and not _any_match(finding, self.except_rules)
         )
 
     @classmethod
@@ -112,9 +123,10 @@ class Policy:
     fail_on: tuple[Selector, ...] = (
         Selector(layer="security", min_severity="high"),
         Selector(layer="imports", rules=("GBX101",)),
+        Selector(layer="deps", min_severity="high"),
     )
     """A finding in any of these makes the effect ``fail``."""
-    review_on: tuple[Selector, ...] = ()
+    review_on: tuple[Selector, ...] = (Selector(layer="deps", rules=("GBX311", "GBX312")),)
     """A finding in any of these (and none in ``fail_on``) makes it ``review``."""
 
     @classmethod
@@ -141,7 +153,8 @@ class Policy:
 
 
 DEFAULT_POLICY = Policy()
-"""High-severity security findings and invented imports fail; everything else annotates."""
+"""High-severity security findings, invented imports and dependencies with a known high or
+critical vulnerability fail; other known vulnerabilities ask for review; the rest annotates."""
 
 
 def apply(findings: Iterable[Finding], policy: Policy = DEFAULT_POLICY) -> Effect:
@@ -182,8 +195,9 @@ def deciding(findings: Iterable[Finding], policy: Policy = DEFAULT_POLICY) -> li
     return []
 
 
-def _any_match(rule: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(rule, pattern) for pattern in patterns)
+def _any_match(finding: Finding, patterns: tuple[str, ...]) -> bool:
+    names = (finding.rule, *finding.refs)
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns for name in names)
 
 
 def _patterns(value: object, key: str) -> tuple[str, ...]:

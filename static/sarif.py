@@ -3,7 +3,7 @@
 The log has one run whose driver is gradebox. Its rules (``tool.driver.rules``)
 are the rule ids that occur, sorted, each with a ``shortDescription`` and, where
 known, a ``helpUri`` and ``help`` text: from ``rule_docs`` when given, else from
-the bundled ``rules.toml`` and ``rules_analyses.toml`` for gradebox's own ``GBX``
+the bundled ``rules*.toml`` files for gradebox's own ``GBX``
 rules, else a generic description and the tool's rule index (ruff, mypy, bandit).
 
 Each result is located in its candidate's file (``file_uri``, a relative POSIX
@@ -49,7 +49,7 @@ _LEVELS: Mapping[Severity, str] = {
     "low": "note",
     "info": "note",
 }
-_BUNDLED_DOCS = ("rules.toml", "rules_analyses.toml")
+_BUNDLED_DOCS = ("rules.toml", "rules_analyses.toml", "rules_deps.toml")
 _TOOL_INDEX: Mapping[Layer, tuple[str, str]] = {
     "lint": ("ruff rule", "https://docs.astral.sh/ruff/rules/"),
     "types": ("mypy error code", "https://mypy.readthedocs.io/en/stable/error_code_list.html"),
@@ -214,5 +214,10 @@ def _result(
         "message": {"text": finding.message},
         "locations": [location],
         "partialFingerprints": {"primaryLocationLineHash": fingerprint},
-        "properties": {"sample": sample_id, "layer": finding.layer, "severity": finding.severity},
+        "properties": {
+            "sample": sample_id,
+            "layer": finding.layer,
+            "severity": finding.severity,
+            **({"refs": list(finding.refs)} if finding.refs else {}),
+        },
     }

@@ -17,6 +17,7 @@ __all__ = ["main"]
 #: command name -> "module:attribute"
 COMMANDS = {
     "grade": "gradebox.cli.grade:grade",
+    "advisories": "gradebox.cli.advisories:advisories",
     "passk": "gradebox.cli.passk:passk",
     "diff": "gradebox.cli.diff:diff",
     "suite": "gradebox.cli.suite:suite",

@@ -25,6 +25,7 @@ from gradebox.patches.staticdiff import StaticSettings
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
+from static.advisories import AdvisoryStore
 from static.config import StaticConfig
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ _DIR = click.Path(path_type=Path, file_okay=False)
 @click.option("--tree-mb", type=click.IntRange(16, 65536), default=1024, show_default=True,
               help="Size of the in-memory copy of the tree a test run works in.")  # fmt: skip
 @click.option("--no-static", is_flag=True, help="Skip the differential static layers.")
+@click.option("--advisories", type=click.Path(path_type=Path), help="An OSV advisory database "
+              "(directory or osv.dev zip) for the deps layer: dependencies a patch adds or bumps "
+              "into a known vulnerability are new findings, bumped out of one fixed.")  # fmt: skip
 @click.option("--no-install", is_flag=True, help="Do not build and install the package under "
               "test (by default, when base declares a build system, its wheel is built in the "
               "sandbox with base's build backend and installed for every test run).")  # fmt: skip
@@ -152,12 +156,15 @@ def gate(**opts: object) -> None:
     policy, policy_rule = _policy(opts, reader)
     specs = _with_rules(_specs(opts, reader), policy_rule, reader)
     config = _config(opts, policy)
+    specs = _with_advisories(specs, config)
     rows: list[GateRow] = []
     out = opts["out"]
     judge = _judge(os.environ) if opts["use_judge"] else None
     with _open(out if isinstance(out, Path) else None) as sink, contextlib.ExitStack() as stack:
         if judge is not None:
             stack.callback(judge.close)
+        if config.static is not None and isinstance(config.static.advisories, AdvisoryStore):
+            stack.callback(config.static.advisories.close)
         for spec in specs:
             row = run_gate(spec, config, judge)
             rows.append(row)
@@ -286,6 +293,11 @@ def _config(o: dict[str, object], policy: Policy | None) -> GateConfig:
         static = StaticSettings(config=tools, filter_mode=o["filter_mode"])  # type: ignore[arg-type]
         if policy is not None:
             static = dataclasses.replace(static, policy=policy)
+        if o.get("advisories"):
+            from gradebox.pipeline.static import open_advisories  # noqa: PLC0415 - only with it
+
+            store = open_advisories(_path(o["advisories"]), cache.parent)
+            static = dataclasses.replace(static, advisories=store)
     limits = CommandLimits(
         timeout_s=float(str(o["timeout"])),
         memory_mb=int(str(o["memory_mb"])),
@@ -301,6 +313,16 @@ def _config(o: dict[str, object], policy: Policy | None) -> GateConfig:
         static=static,
         install=not o["no_install"],
     )
+
+
+def _with_advisories(specs: list[GateSpec], config: GateConfig) -> list[GateSpec]:
+    """Each spec with the advisory snapshot it is checked against, as its rows record it."""
+    store = config.static.advisories if config.static is not None else None
+    if not isinstance(store, AdvisoryStore):
+        return specs
+    snap = store.snapshot
+    used = ("advisories", f"{snap.source} {snap.date} {snap.digest}")
+    return [dataclasses.replace(s, rules=(*s.rules, used)) for s in specs]
 
 
 def _judge(environ: Mapping[str, str]) -> Judge:

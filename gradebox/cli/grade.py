@@ -112,6 +112,13 @@ _PATH = click.Path(path_type=Path, dir_okay=False)
     "may import (default: what is installed here).",
 )
 @click.option(
+    "--advisories",
+    type=click.Path(path_type=Path),
+    help="An OSV advisory database (a directory of .json/.yaml records or an osv.dev zip) "
+    "for the deps layer: known vulnerabilities of the versions candidates import (indexed "
+    "once into the cache; see 'gradebox advisories').",
+)
+@click.option(
     "--static-policy",
     type=_PATH,
     metavar="FILE",

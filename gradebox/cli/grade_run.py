@@ -121,7 +121,11 @@ def _open_stages(
             lockfile=config.static.lockfile,
             policy_file=config.static.policy,
             stdlib_cache=None if environ is None else default_stdlib_cache(environ),
+            advisories=config.static.advisories,
+            advisories_cache=None if environ is None else default_stdlib_cache(environ).parent,
         )
+        for line in static.advisories_notes():
+            click.echo(f"gradebox grade: {line}", err=True)
         stack.callback(static.close)  # its warm workers, before the cache directory goes
         stages.append(static)
     if config.judge is not None:
@@ -271,6 +275,9 @@ def _used(config: RunConfig, inputs: RunInputs, sandbox: Sandbox, stages: Stages
     if config.static is not None:
         files |= {"lockfile": config.static.lockfile, "static_policy": config.static.policy}
         tools |= {k: versions[k] for k in ("ruff", "mypy", "bandit")}
+        # The advisory snapshot in use (date and digest), only when the deps layer is on.
+        used_advisories = [getattr(s, "advisories_used", None) for s in stages.all]
+        tools |= {"advisories": a for a in used_advisories if a}  # noqa: B035 - one at most
     # The workers said their version when they started: no extra interpreter to run.
     reported = sandbox.python_version
     tools["sandbox_python"] = (
@@ -323,7 +330,9 @@ def _manifest(
         "judge_base_url": judge.base_url if judge else None,
         "rubric_digests": digests,
         "judge_endpoint": judge.endpoint_record() if judge else None,
-        "tools": {"sandbox_python": used.tools["sandbox_python"]} if used else {},
+        "tools": {k: v for k, v in used.tools.items() if k in ("sandbox_python", "advisories")}
+        if used
+        else {},
         "options": {**config.options(), "jobs": config.jobs, "scheduler": config.scheduler},
         "argv": list(config.argv),
     }

@@ -202,6 +202,13 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     "(default: high-severity security findings and invented imports fail).",
 )
 @click.option(
+    "--advisories",
+    type=click.Path(path_type=Path),
+    envvar="GRADEBOX_ADVISORIES",
+    help="An OSV advisory directory or zip for the deps layer (known vulnerabilities of "
+    "the versions candidates import); default: $GRADEBOX_ADVISORIES, else off.",
+)
+@click.option(
     "--lockfile",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="requirements.txt, uv.lock, poetry.lock or pylock.toml for tasks that register "
@@ -378,6 +385,12 @@ def _static_defaults(o: dict[str, Any]) -> dict[str, Any]:
     }
     if o["static_policy"] is not None:
         out["static_policy"] = load_policy(o["static_policy"])
+    if o.get("advisories") and o["static_sessions"] > 0:
+        from gradebox.pipeline.static import open_advisories  # noqa: PLC0415
+
+        # Indexed here, once, before the sessions start: a bad source stops the server.
+        open_advisories(o["advisories"], o["static_cache"]).close()
+        out["static_advisories"] = o["advisories"]
     if o["lockfile"] is not None:
         try:
             out["static_pins"] = read_lockfile(o["lockfile"])

@@ -9,6 +9,16 @@ that count. Only those go through the policy (:data:`PATCH_POLICY` by
 default: a high-severity security finding, an invented import, or an import
 of a distribution the lockfile does not pin fails the patch).
 
+Known vulnerabilities (``deps``, with ``StaticSettings.advisories``): every
+changed dependency file (:func:`static.depfiles.is_dependency_file`:
+requirements files, ``uv.lock``, ``poetry.lock``, ``pylock.toml``,
+``pyproject.toml``) is read at base and at head, and each declared version is
+looked up (:func:`static.deps.findings_for`). A vulnerability is identified by
+its distribution and advisory id, not by its line: a patch that bumps a
+dependency from one affected version to another keeps it (``unchanged``), one
+that adds or bumps a dependency into an affected range introduces it (``new``,
+on the declaration's line), and one that bumps it out is ``fixed``.
+
 Diff size (:func:`diff_size`): files, added and removed lines, and the rewrite
 ratio of each modified file by :func:`static.diffsize.check`, whose ``GBX201``
 (gratuitous rewrite) and ``GBX202`` (large rewrite) findings join the head's
@@ -17,15 +27,16 @@ findings (they have no base counterpart, so they are new).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gradebox.patches.diff import FileChange
 from gradebox.patches.model import DiffFile, DiffSize, StaticPart
-from static import diffsize, imports
+from static import depfiles, deps, diffsize, imports
 from static.batch import Candidate, check_batch
 from static.config import StaticConfig
-from static.differential import FilterMode, Located, classify, in_scope
+from static.differential import FilterMode, Located, State, Tagged, classify, in_scope
 from static.findings import Finding
 from static.policy import Policy, Selector, apply
 
@@ -35,9 +46,11 @@ PATCH_POLICY = Policy(
     fail_on=(
         Selector(layer="security", min_severity="high"),
         Selector(layer="imports", rules=("GBX101", "GBX102")),
+        Selector(layer="deps", rules=("GBX311", "GBX312")),
     )
 )
-"""New high-severity security findings and imports the lockfile does not back fail a patch."""
+"""New high-severity security findings, imports the lockfile does not back and dependencies
+with a known vulnerability fail a patch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +65,8 @@ class StaticSettings:
     """Which new findings count."""
     max_rewrite: float = 0.6
     """A modified file rewritten beyond this share is ``GBX202``."""
+    advisories: deps.AdvisoryLookup | None = None
+    """The advisory store of the ``deps`` layer (``None``: off); opened and closed by the caller."""
 
 
 def differential(
@@ -95,6 +110,8 @@ def differential(
         found["base"], found["head"],
         {p: t for p, t in base_texts.items() if t is not None}, head_texts,
     )  # fmt: skip
+    if settings.advisories is not None:
+        tagged += _dependencies(changes, base_texts, head_texts, settings.advisories)
     added = {c.path: c.added_lines for c in changes}
     hunks = {c.path: c.hunk_lines for c in changes}
     counted = tuple(t for t in tagged if in_scope(t, settings.filter_mode, added, hunks))
@@ -105,6 +122,37 @@ def differential(
         effect=apply([t.finding for t in counted], settings.policy),
         tool_errors=tuple(sorted(errors)),
     )
+
+
+def _dependencies(
+    changes: Sequence[FileChange],
+    base_texts: Mapping[str, str | None],
+    head_texts: Mapping[str, str],
+    store: deps.AdvisoryLookup,
+) -> list[Tagged]:
+    """Known vulnerabilities of changed dependency files, keyed by distribution and advisory."""
+    sides: dict[str, dict[str, tuple[str, Finding]]] = {"base": {}, "head": {}}
+    for c in changes:
+        if not depfiles.is_dependency_file(c.path):
+            continue
+        for side, text in (("base", base_texts.get(c.path)), ("head", head_texts.get(c.path))):
+            for d in depfiles.declarations(c.path, text or ""):
+                where = f"declared in {c.path}"
+                for f in deps.findings_for(store, d.dist, d.value, where, (d.line, 0)):
+                    key = "\0".join((f.layer, f.rule, d.dist, *f.refs[:1]))
+                    sides[side].setdefault(key, (c.path, f))
+    out = []
+    for key, (path, f) in sides["head"].items():
+        state: State = "unchanged" if key in sides["base"] else "new"
+        out.append(Tagged(path, f, state, _key_print(key)))
+    for key, (path, f) in sides["base"].items():
+        if key not in sides["head"]:
+            out.append(Tagged(path, f, "fixed", _key_print(key)))
+    return out
+
+
+def _key_print(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16] + ":1"
 
 
 def _rewrites(

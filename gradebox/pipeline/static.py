@@ -8,6 +8,8 @@ merged chunks), for every sample whose extraction succeeded:
   :class:`static.batch.WarmTools` (what :func:`open_static_stage` sets up) mypy
   and bandit stay warm in worker processes across the run's batches;
 - in this process: imports versus the lockfile (:func:`static.imports.check`),
+  known vulnerabilities of the imported versions when an advisory database is
+  given (:func:`static.deps.check`),
   diff size when the sample carries its ``original`` (:func:`static.diffsize.check`),
   complexity and documentation metrics (:func:`static.metrics.check`);
 - the policy (:func:`static.policy.apply`): ``fail``, ``review`` or ``pass``.
@@ -35,18 +37,22 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import tempfile
 import tomllib
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from packaging.utils import canonicalize_name
+
 from gradebox.errors import BadInput, SetupError
 from gradebox.grade import Json, StaticFinding, StaticReport
 from gradebox.pipeline.core import Annotation, Graded
 from gradebox.pipeline.task_static import allowing, task_static
 from sandbox.types import PublicTask
-from static import diffsize, imports, metrics
+from static import deps, diffsize, imports, metrics
+from static.advisories import AdvisoryError, AdvisoryStore
 from static.batch import (
     Candidate,
     StaticConfig,
@@ -65,6 +71,7 @@ __all__ = [
     "default_stdlib_cache",
     "load_policy",
     "may_import",
+    "open_advisories",
     "open_static_stage",
     "parse_policy",
 ]
@@ -91,6 +98,7 @@ class StaticStage:
         environment: Mapping[str, Sequence[str]] | None = None,
         keep_for_sarif: bool = False,
         tools: WarmTools | None = None,
+        advisories: AdvisoryStore | None = None,
     ) -> None:
         """Set up the stage (the tools are not checked here: see :func:`open_static_stage`).
 
@@ -102,6 +110,8 @@ class StaticStage:
             keep_for_sarif: Keep every sample's findings and code for :meth:`sarif`.
             tools: Warm tool workers to check batches with (closed by :meth:`close`);
                 ``None`` starts the tools afresh for every batch.
+            advisories: The advisory store of the ``deps`` layer (closed by :meth:`close`);
+                ``None``: the layer is off.
         """
         self.config = config
         self._tools = tools
@@ -114,6 +124,12 @@ class StaticStage:
         )
         self._kept: dict[str, tuple[list[Finding], str]] | None = {} if keep_for_sarif else None
         self._policies: dict[str, Policy] = {}
+        self.advisories = advisories
+        self.advisories_used: str | None = None
+        """The advisory snapshot as a run records it (``"<date> sha256:<hex>"``), if any."""
+        if advisories is not None:
+            self.advisories_used = f"{advisories.snapshot.date} {advisories.snapshot.digest}"
+        self._installed: dict[str, str] | None = None
 
     def run(self, items: Sequence[Graded]) -> list[Annotation]:
         """Check every item that has extracted code; one annotation per item.
@@ -150,9 +166,22 @@ class StaticStage:
         return Candidate(g.code, g.fn, _signature(g), scope)
 
     def close(self) -> None:
-        """Stop the warm tool workers, if any; safe to call twice."""
+        """Stop the warm tool workers, if any, and close the advisory store; safe to call twice."""
         if self._tools is not None:
             self._tools.close()
+        if self.advisories is not None:
+            self.advisories.close()
+
+    def advisories_notes(self) -> list[str]:
+        """What to tell the user about the advisory snapshot: its age and identity, bad files."""
+        if self.advisories is None:
+            return []
+        snap = self.advisories.snapshot
+        notes = [
+            f"advisories: {snap.records} records as of {snap.date or 'unknown'} ({snap.digest[:19]}"
+            f"...), {snap.withdrawn} withdrawn left out, {snap.skipped} files skipped"
+        ]
+        return notes + [f"advisories: skipped {p}" for p in snap.problems[:10]]
 
     def _check(self, candidates: list[Candidate]) -> list[StaticResult]:
         try:
@@ -202,6 +231,14 @@ class StaticStage:
                 findings += imports.check(code, self.pins, environment=self.environment)
         except Exception as exc:  # our bug, triggered by this sample: its error only
             errors["imports"] = _raised("imports", exc)
+        if self.advisories is not None and (may_import(code) or "# /// script" in code):
+            try:
+                findings += deps.check(
+                    code, self.advisories, self.pins,
+                    installed=self._installed_versions(), environment=self.environment,
+                )  # fmt: skip
+            except Exception as exc:
+                errors["deps"] = _raised("deps", exc)
         numbers: dict[str, Any] = {}
         try:
             numbers, found = metrics.check(code)
@@ -222,6 +259,17 @@ class StaticStage:
         return _note(
             self._field(findings, numbers, diff, dict(sorted(errors.items())) or None, policy)
         )
+
+    def _installed_versions(self) -> dict[str, str]:
+        """``{canonical distribution: version}`` installed here, read once (only without pins)."""
+        if self.pins is not None:
+            return {}
+        if self._installed is None:
+            self._installed = {
+                str(canonicalize_name(d.metadata["Name"] or "")): d.version
+                for d in importlib.metadata.distributions()
+            }
+        return self._installed
 
     def policy_for(self, public: PublicTask | None) -> Policy:
         """The policy for one task: its own (``public.jsonl`` ``static``), else the run's.
@@ -301,6 +349,8 @@ def open_static_stage(
     policy_file: Path | None = None,
     keep_for_sarif: bool = False,
     stdlib_cache: Path | None = None,
+    advisories: Path | None = None,
+    advisories_cache: Path | None = None,
 ) -> StaticStage:
     """Read the static stage's inputs and check its tools, before any grading.
 
@@ -313,12 +363,15 @@ def open_static_stage(
         keep_for_sarif: Keep findings and code for a SARIF log.
         stdlib_cache: Where mypy's analysis of the standard library's core is kept
             between runs (see :class:`static.batch.WarmTools`); ``None`` keeps none.
+        advisories: An OSV advisory directory or zip: turns the ``deps`` layer on.
+        advisories_cache: Where its index is kept between runs; ``None``: a temporary
+            one, rebuilt each run.
 
     Returns:
         The stage, its warm workers starting; close it (:meth:`StaticStage.close`).
 
     Raises:
-        BadInput: The lockfile or the policy file is bad (``file:line: ...``).
+        BadInput: The lockfile, the policy file or the advisory source is bad.
         SetupError: A tool is missing; the message says what to install.
     """
     pins = None
@@ -328,13 +381,33 @@ def open_static_stage(
         except LockfileError as exc:
             raise BadInput([str(exc)]) from exc
     policy = DEFAULT_POLICY if policy_file is None else load_policy(policy_file)
+    store = None if advisories is None else open_advisories(advisories, advisories_cache)
     config = StaticConfig(cache_dir=cache_dir, jobs=jobs)
     try:
         tools = WarmTools(config, stdlib_cache=stdlib_cache)
     except ToolError as exc:
+        if store is not None:
+            store.close()
         raise SetupError(f"static layers: {exc} (or skip them with --no-static)") from exc
     tools.start()
-    return StaticStage(config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif, tools=tools)
+    return StaticStage(
+        config, policy=policy, pins=pins, keep_for_sarif=keep_for_sarif, tools=tools,
+        advisories=store,
+    )  # fmt: skip
+
+
+def open_advisories(source: Path, cache: Path | None) -> AdvisoryStore:
+    """The advisory store of ``source``, indexed into ``cache/advisories`` when needed.
+
+    Raises:
+        BadInput: The source cannot be read or indexed.
+    """
+    try:
+        if cache is None:  # a private folder: an index is trusted, never one another user planted
+            return AdvisoryStore.open(source, Path(tempfile.mkdtemp(prefix="gradebox-adv-")))
+        return AdvisoryStore.open(source, cache / "advisories")
+    except AdvisoryError as exc:
+        raise BadInput([f"--advisories: {exc}"]) from exc
 
 
 def load_policy(path: Path) -> Policy:

@@ -50,6 +50,8 @@ class StaticOptions:
     """The static policy file; ``None`` for the default policy."""
     cache_dir: Path | None
     """mypy's cache; ``None`` for a temporary one."""
+    advisories: Path | None = None
+    """An OSV advisory directory or zip for the ``deps`` layer; ``None``: the layer is off."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +176,9 @@ def build_config(
         banned = tuple(m.strip() for m in opts["banned_imports"].split(",") if m.strip())
     static = None
     if not opts["no_static"]:
-        static = StaticOptions(opts["lockfile"], opts["static_policy"], opts["cache_dir"])
+        static = StaticOptions(
+            opts["lockfile"], opts["static_policy"], opts["cache_dir"], opts.get("advisories")
+        )
     judge = None
     if not opts["no_judge"]:
         env = {k: environ[k] for k in JUDGE_ENV if k in environ}

@@ -133,6 +133,9 @@ class ServiceConfig:
     environment stands in, as for ``gradebox grade`` without ``--lockfile``."""
     static_cache: Path | None = None
     """mypy's cache for the sessions; ``None``: a scratch directory per session."""
+    static_advisories: Path | None = None
+    """An OSV advisory directory or zip for the ``deps`` layer (``GRADEBOX_ADVISORIES``);
+    ``None``: the layer is off."""
     judge_default: JudgeMode = "off"
     """The judge mode of a request that names none (the judge costs an outside call)."""
     judge_backlog: int = 10_000

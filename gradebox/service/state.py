@@ -166,6 +166,7 @@ class ServiceState:
                         cache_dir=c.static_cache,
                         policy=c.static_policy,
                         pins=c.static_pins,
+                        advisories=c.static_advisories,
                     )
                 try:
                     sb = self._given or open_sandbox(

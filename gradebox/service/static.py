@@ -178,6 +178,7 @@ class StaticService:
         policy: Policy = DEFAULT_POLICY,
         pins: dict[str, str] | None = None,
         start_timeout_s: float = 120.0,
+        advisories: Path | None = None,
     ) -> None:
         """Start ``sessions`` session processes (each warms up in ~2.5 s) and wait for them.
 
@@ -189,6 +190,8 @@ class StaticService:
             pins: The server's lockfile pins; ``None`` lets the installed
                 environment stand in (as ``gradebox grade`` without ``--lockfile``).
             start_timeout_s: How long the sessions may take to start.
+            advisories: An OSV advisory directory or zip: each session opens its index
+                (kept beside mypy's cache) and runs the ``deps`` layer.
 
         Raises:
             static.findings.ToolError: A tool is missing or did not start.
@@ -202,7 +205,8 @@ class StaticService:
         context = multiprocessing.get_context("forkserver")
         ready = context.Queue()
         self._pool: ProcessPool | None = ProcessPool(
-            max_workers=count, initializer=_start_session, initargs=(self.config, ready),
+            max_workers=count, initializer=_start_session,
+            initargs=(self.config, ready, advisories),
             context=context,
         )  # fmt: skip
         try:
@@ -283,7 +287,7 @@ _SESSION: dict[str, Any] = {}
 """This session process's tools and environment (set by :func:`_start_session`)."""
 
 
-def _start_session(config: StaticConfig, ready: Any) -> None:
+def _start_session(config: StaticConfig, ready: Any, advisories: Path | None = None) -> None:
     """Initializer of a session process: warm tools of its own, then say so on ``ready``."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # nothing to clean: its tools follow it
     if config.cache_dir is not None:  # each session its own mypy cache (one writer each)
@@ -292,6 +296,11 @@ def _start_session(config: StaticConfig, ready: Any) -> None:
         _SESSION["tools"] = _warm_tools(config)
         _SESSION["environment"] = importlib.metadata.packages_distributions()
         _SESSION["config"] = config
+        if advisories is not None:
+            from gradebox.pipeline.static import open_advisories  # noqa: PLC0415
+
+            cache = config.cache_dir.parent if config.cache_dir is not None else None
+            _SESSION["advisories"] = open_advisories(advisories, cache)
     except Exception as exc:
         ready.put(f"{type(exc).__name__}: {str(exc)[:300]}")
         raise
@@ -303,7 +312,7 @@ def _check_in_session(key: str, items: list[_Item]) -> list[Annotation]:
     tools: WarmTools = _SESSION["tools"]
     stages = [
         _SessionStage(tools, _SESSION["config"], policy=i.policy, pins=i.pins,
-                      environment=_SESSION["environment"])
+                      environment=_SESSION["environment"], advisories=_SESSION.get("advisories"))
         for i in items
     ]  # fmt: skip
     candidates = [s.candidate(i.graded, key) for s, i in zip(stages, items, strict=True)]
