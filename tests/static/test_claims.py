@@ -235,22 +235,29 @@ LONG_REPLIES = {
 }
 
 
-def _best_time(text: str, repeats: int = 5) -> float:
+def _best_cpu(text: str, repeats: int = 5) -> float:
+    """The least CPU time (this thread's) of ``repeats`` scans: other processes do not count."""
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         find_claim(text)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
     return best
 
 
 @pytest.mark.parametrize("shape", sorted(LONG_REPLIES))
 def test_claim_scan_is_linear_in_the_reply(shape: str) -> None:
-    # 4x the text costs ~4x when linear and ~16x when quadratic: the ratio, not a wall time.
+    # 4x the text costs ~4x when linear and ~16x when quadratic: the ratio of CPU times, not a
+    # wall time. A busy machine can still inflate one measurement (caches, frequency), so up to
+    # three tries: a quadratic scan never gets under 8 however often it is tried.
     make = LONG_REPLIES[shape]
     small, large = make(4_000), make(16_000)
-    ratio = _best_time(large) / max(_best_time(small), 1e-6)
-    assert ratio < 8, f"{shape}: 4x the text took {ratio:.1f}x the time"
+    ratios = []
+    for _ in range(3):
+        ratios.append(_best_cpu(large) / max(_best_cpu(small), 1e-6))
+        if ratios[-1] < 8:
+            return
+    raise AssertionError(f"{shape}: 4x the text took {min(ratios):.1f}x the CPU time ({ratios})")
 
 
 def test_a_200_kb_reply_of_distinct_claims_keeps_every_claim_in_order() -> None:
