@@ -246,7 +246,7 @@ class Grade:
     id: str
     """The sample's id."""
     fn: str
-    """The task it answers."""
+    """The entry point of the task it answers."""
     verdict: Verdict
     """``pass``, ``fail`` or ``needs_review``, and why."""
     tests: TestsReport
@@ -255,6 +255,13 @@ class Grade:
     """The static layers (``None`` when they did not run)."""
     judge: JudgeResult | None = None
     """The judge (``None`` when it did not run)."""
+    task: str = ""
+    """The id of the task it answers; left empty, it is ``fn`` (rows from before task ids)."""
+
+    def __post_init__(self) -> None:
+        """Fill in the task id of a grade that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
     @property
     def passed(self) -> bool:
@@ -271,6 +278,7 @@ class Grade:
         t = self.tests
         row: dict[str, Json] = {
             "id": self.id,
+            "task": self.task,
             "fn": self.fn,
             "pass": self.verdict.passed,
             "verdict": self.verdict.verdict,
@@ -332,7 +340,10 @@ class Grade:
                 from judge.types import JudgeResult  # noqa: PLC0415 - see TYPE_CHECKING above
 
                 judge = JudgeResult.from_row(row["judge"])
-            grade = cls(str(row["id"]), str(row["fn"]), verdict, tests, static, judge)
+            task = row.get("task", row["fn"])
+            if type(task) is not str or not task:
+                raise ValueError("task is not a non-empty string")
+            grade = cls(str(row["id"]), str(row["fn"]), verdict, tests, static, judge, task)
         except KeyError as exc:
             raise ValueError(f"row has no field {exc.args[0]!r}") from exc
         if row["pass"] is not grade.passed or row["failed"] != tests.failed:

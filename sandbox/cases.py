@@ -192,8 +192,8 @@ def load_public(
 ) -> tuple[dict[str, PublicTask], list[str]]:
     """Load and validate a ``public.jsonl`` file.
 
-    A task (``fn``) defined twice is a problem on the second line; with
-    ``skip_bad_lines`` the first definition is kept.
+    A task (its ``task`` id, else its ``fn``) defined twice is a problem on the
+    second line; with ``skip_bad_lines`` the first definition is kept.
 
     Args:
         path: The file.
@@ -201,7 +201,7 @@ def load_public(
             raising when some lines are bad.
 
     Returns:
-        The tasks by ``fn`` (in file order), and the problems found (empty
+        The tasks by id (in file order), and the problems found (empty
         unless ``skip_bad_lines``), each as ``file:line: what is wrong``.
 
     Raises:
@@ -209,13 +209,14 @@ def load_public(
             when the file is missing, unreadable, empty or has no good line.
     """
     tasks, found = _collect(path, "public.schema.json", parse_public_task)
-    by_fn: dict[str, PublicTask] = {}
+    by_id: dict[str, PublicTask] = {}
     for task in tasks:
-        first = by_fn.setdefault(task.fn, task)
+        first = by_id.setdefault(task.task, task)
         if first is not task:
-            message = f"fn: task {task.fn!r} is already defined on line {first.line}"
+            what = "task" if task.task != task.fn else "fn"
+            message = f"{what}: task {task.task!r} is already defined on line {first.line}"
             found.append((task.line, message))
-    return by_fn, _finish(path, found, bool(by_fn), skip_bad_lines=skip_bad_lines)
+    return by_id, _finish(path, found, bool(by_id), skip_bad_lines=skip_bad_lines)
 
 
 def _collect(
@@ -413,7 +414,7 @@ def parse_hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | No
     Returns:
         The case (``None`` when it cannot be built) and the problems found.
     """
-    problems = _fn_problems(obj["fn"])
+    problems = _fn_problems(obj["fn"]) + _task_problems(obj.get("task"))
     kind = obj.get("kind", "function")
     if kind == "function":
         args, kwargs, expect, error = _decode_call(obj, "", problems)
@@ -442,6 +443,7 @@ def parse_hidden_case(obj: dict[str, Any], number: int) -> tuple[HiddenCase | No
         test=obj.get("test", ""),
         args_wire=obj.get("args", []),
         kwargs_wire=obj.get("kwargs", {}),
+        task=obj.get("task", ""),
     )
     return case, []
 
@@ -468,7 +470,7 @@ def parse_public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | No
     Returns:
         The task (``None`` when it cannot be built) and the problems found.
     """
-    problems = _fn_problems(obj["fn"])
+    problems = _fn_problems(obj["fn"]) + _task_problems(obj.get("task"))
     examples = obj.get("examples", [])
     for index, example in enumerate(examples):
         _decode_call(example, f"examples/{index}/", problems)
@@ -486,8 +488,16 @@ def parse_public_task(obj: dict[str, Any], number: int) -> tuple[PublicTask | No
         rubric=obj.get("rubric", "default"),
         static=json.dumps(obj["static"], sort_keys=True) if obj.get("static") else "",
         line=number,
+        task=obj.get("task", ""),
     )
     return task, []
+
+
+def _task_problems(task: str | None) -> list[str]:
+    # The schema's pattern lets a trailing newline through (Python's ``$``).
+    if task is not None and any(ord(c) < 32 or ord(c) == 127 for c in task):
+        return [f"task: {_clip(repr(task))} has a control character"]
+    return []
 
 
 def _fn_problems(fn: str) -> list[str]:

@@ -58,7 +58,7 @@ class HiddenCase:
     """One line of ``hidden.jsonl``, decoded."""
 
     fn: str
-    """The task (function) name."""
+    """The entry point: the function (or program) the case calls."""
     args: tuple[Any, ...]
     """Positional arguments, decoded from tagged JSON."""
     kwargs: dict[str, Any]
@@ -92,6 +92,14 @@ class HiddenCase:
     """The positional arguments as tagged JSON, exactly as sent to the sandbox."""
     kwargs_wire: dict[str, Any] = field(default_factory=dict)
     """The keyword arguments as tagged JSON, exactly as sent to the sandbox."""
+    task: str = ""
+    """The id of the task the case belongs to (``HumanEval/85``); left empty, it is
+    ``fn`` (files from before task ids, where ``fn`` named the task)."""
+
+    def __post_init__(self) -> None:
+        """Fill in the task id of a case that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +107,7 @@ class PublicTask:
     """One line of ``public.jsonl``: what may be shown to a model and the judge."""
 
     fn: str
-    """The task (function) name."""
+    """The entry point: the function (or program) the task's cases call."""
     spec: str = ""
     """The natural-language specification."""
     signature: str = ""
@@ -119,6 +127,13 @@ class PublicTask:
     text, or empty; the sandbox never reads them (the grader does)."""
     line: int = 0
     """Line number in the source file, for messages."""
+    task: str = ""
+    """The task's id (``HumanEval/85``); left empty, it is ``fn``."""
+
+    def __post_init__(self) -> None:
+        """Fill in the id of a task that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,7 +160,6 @@ def import_benchmark(
             skipped.append(Skipped(draft.task_id, "task", why))
             continue
         tasks.append(task)
-    entries = {d.task_id: d.entry for d in drafts}
     report = report_of(
         fmt,
         str(source),
@@ -168,7 +167,6 @@ def import_benchmark(
         skipped,
         equality=equality,
         reference_checked=sandbox is not None,
-        entries=entries,
         bounds=bounds,
     )
     return tasks, report

@@ -23,15 +23,7 @@ from pathlib import Path
 
 from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds, TooLarge, check_code
 from gradebox.benchmarks.records import Draft, Skipped
-from gradebox.benchmarks.source import (
-    Row,
-    alias_code,
-    field,
-    is_identifier,
-    read_rows,
-    signature_of,
-    unique_fns,
-)
+from gradebox.benchmarks.source import Row, field, is_identifier, read_rows, signature_of
 from gradebox.errors import BadInput
 from gradebox.pipeline.gate import DEFAULT_BANNED
 from sandbox.types import PublicTask
@@ -91,9 +83,9 @@ def read_bigcodebench(
         values = {k: field(row, k, str, problems, path) for k in _FIELDS}
         if None not in values.values():
             good.append((row, values))
-    ids = [(v["task_id"], v["entry_point"]) for _, v in good]
     drafts = []
-    for (row, v), (task_id, entry, fn) in zip(good, unique_fns(ids), strict=True):
+    for row, v in good:
+        task_id, entry = v["task_id"], v["entry_point"]
         if not is_identifier(entry):
             problems.append(f"{path}:{row.line}: entry_point: {entry[:100]!r} is not an identifier")
             continue
@@ -117,27 +109,23 @@ def read_bigcodebench(
             problems.append(f"{path}:{row.line}: test: does not parse ({str(exc)[:200]})")
             continue
         skipped += [Skipped(task_id, t, "marked skip in the benchmark") for t in skipped_tests]
-        suffix = alias_code(fn, entry)
-        # The tests call the entry point by name: bind it to the task's (watched) function.
-        program = (f"{entry} = {fn}\n" if fn != entry else "") + v["test"]
         drafts.append(
             Draft(
                 task_id=task_id,
-                fn=fn,
-                entry=entry,
+                fn=entry,
                 public=PublicTask(
-                    fn=fn,
+                    fn=entry,
                     spec=str(row.data.get("instruct_prompt") or v["complete_prompt"]),
                     signature=signature_of(v["complete_prompt"] + "    ...\n", entry),
                     helpers_allowed=True,
                     # The libraries the task is about pass the gate (the sandbox still holds).
                     banned_imports=tuple(m for m in DEFAULT_BANNED if m not in libs),
+                    task=task_id,
                 ),
                 prefix=v["complete_prompt"],
-                suffix=suffix,
-                reference=v["complete_prompt"] + v["canonical_solution"] + suffix,
+                reference=v["complete_prompt"] + v["canonical_solution"],
                 tests=tuple(tests),
-                program=program,
+                program=v["test"],  # calls the entry point by name, as the benchmark does
             )
         )
     if problems:

@@ -37,6 +37,7 @@ def function_case(draft: Draft, stmt: Statement, *, compare: Compare | None = No
         raise ValueError("the statement did not convert")
     return HiddenCase(
         fn=draft.fn,
+        task=draft.task_id,
         args=tuple(from_wire(a, allow_opaque=False) for a in conv.args),
         kwargs={k: from_wire(v, allow_opaque=False) for k, v in conv.kwargs.items()},
         expect=None if conv.error else from_wire(conv.expect, allow_opaque=False),
@@ -167,6 +168,7 @@ def _lax(
         return lax_case, Retyped(draft.task_id, at, literal, got, lax, "python_equality")
     strict = HiddenCase(
         fn=case.fn,
+        task=case.task,
         args=case.args,
         kwargs=case.kwargs,
         expect=value,
@@ -211,6 +213,7 @@ def _assemble(
         cases.append(
             HiddenCase(
                 fn=draft.fn,
+                task=draft.task_id,
                 args=(),
                 kwargs={},
                 kind="program",
@@ -223,6 +226,7 @@ def _assemble(
         cases.append(
             HiddenCase(
                 fn=draft.fn,
+                task=draft.task_id,
                 args=(),
                 kwargs={},
                 kind="program",
@@ -239,6 +243,5 @@ def _assemble(
         cases=tuple(cases),
         reference=draft.reference,
         prefix=draft.prefix,
-        suffix=draft.suffix,
         retyped=retyped,
     )

@@ -25,14 +25,7 @@ from typing import Any
 from gradebox.benchmarks.asserts import contains_assert, convert_statement, is_trivial
 from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds, TooLarge, check_code
 from gradebox.benchmarks.records import Draft, Skipped, Statement
-from gradebox.benchmarks.source import (
-    alias_code,
-    field,
-    is_identifier,
-    read_rows,
-    signature_of,
-    unique_fns,
-)
+from gradebox.benchmarks.source import field, is_identifier, read_rows, signature_of
 from gradebox.errors import BadInput
 from sandbox.types import PublicTask
 
@@ -74,15 +67,14 @@ def read_humaneval(
             good.append((row, values))
     if problems:
         raise BadInput(problems)
-    ids = [(v["task_id"], v["entry_point"]) for _, v in good]
     drafts = []
-    for (row, v), (_, entry, fn) in zip(good, unique_fns(ids), strict=True):
+    for row, v in good:
         try:
             check_code(bounds.row_bytes, test=v["test"], prompt=v["prompt"])
         except TooLarge as exc:
             skipped.append(Skipped(v["task_id"], "task", str(exc)))
             continue
-        drafts.append(_draft(path, row.line, v, entry, fn, problems))
+        drafts.append(_draft(path, row.line, v, problems))
     if problems:
         raise BadInput(problems)
     return drafts, skipped
@@ -91,42 +83,39 @@ def read_humaneval(
 _HUMANEVAL_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
 
 
-def _draft(
-    path: Path, line: int, v: dict[str, str], entry: str, fn: str, problems: list[str]
-) -> Draft:
+def _draft(path: Path, line: int, v: dict[str, str], problems: list[str]) -> Draft:
+    task_id, entry = v["task_id"], v["entry_point"]
     if not is_identifier(entry):
         problems.append(f"{path}:{line}: entry_point: {entry[:100]!r} is not a Python identifier")
-        return Draft(v["task_id"], fn, entry, PublicTask(fn))
+        return Draft(task_id, entry, PublicTask(entry))
     try:
         tree = ast.parse(v["test"])
         stmts = _check_statements(tree, entry)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         problems.append(f"{path}:{line}: test: does not parse ({str(exc)[:200]})")
-        return Draft(v["task_id"], fn, entry, PublicTask(fn))
+        return Draft(task_id, entry, PublicTask(entry))
     if stmts is None:
         problems.append(f"{path}:{line}: test: no `def check(candidate)`")
-        return Draft(v["task_id"], fn, entry, PublicTask(fn))
+        return Draft(task_id, entry, PublicTask(entry))
     check, param, body = stmts
     try:
         head = "\n".join(ast.unparse(n) for n in tree.body if n is not check)
     except RecursionError:
         problems.append(f"{path}:{line}: test: nested too deeply")
-        return Draft(v["task_id"], fn, entry, PublicTask(fn))
-    suffix = alias_code(fn, entry)
+        return Draft(task_id, entry, PublicTask(entry))
     public = PublicTask(
-        fn=fn,
+        fn=entry,
         spec=v["prompt"],
         signature=signature_of(v["prompt"] + "    ...\n", entry),
         helpers_allowed=True,
+        task=task_id,
     )
     return Draft(
-        task_id=v["task_id"],
-        fn=fn,
-        entry=entry,
+        task_id=task_id,
+        fn=entry,
         public=public,
         prefix=v["prompt"],
-        suffix=suffix,
-        reference=v["prompt"] + v["canonical_solution"] + suffix,
+        reference=v["prompt"] + v["canonical_solution"],
         head=head,
         param=param,
         statements=body,
@@ -192,22 +181,20 @@ def read_mbpp(
         parsed.append((f"MBPP/{task_id}", spec, body, entry, code, head, bool(setup.strip())))
     if problems:
         raise BadInput(problems)
-    ids = [(p[0], p[3]) for p in parsed]
     drafts = []
-    for (task_id, spec, body, entry, code, head, setup_code), (_, _, fn) in zip(
-        parsed, unique_fns(ids), strict=True
-    ):
-        suffix = alias_code(fn, entry)
+    for task_id, spec, body, entry, code, head, setup_code in parsed:
         drafts.append(
             Draft(
                 task_id=task_id,
-                fn=fn,
-                entry=entry,
+                fn=entry,
                 public=PublicTask(
-                    fn=fn, spec=spec, signature=signature_of(code, entry), helpers_allowed=True
+                    fn=entry,
+                    spec=spec,
+                    signature=signature_of(code, entry),
+                    helpers_allowed=True,
+                    task=task_id,
                 ),
-                suffix=suffix,
-                reference=code + suffix,
+                reference=code,
                 head=head,
                 param=entry,
                 statements=statements(body, frozenset({entry})),

@@ -83,19 +83,16 @@ class Draft:
     """A task as read from the benchmark file, before the reference check."""
 
     task_id: str
-    """The benchmark's id (``HumanEval/0``)."""
+    """The benchmark's id (``HumanEval/0``): the gradebox task id, never renamed."""
     fn: str
-    """The gradebox task name: the entry point, renamed when another task has it."""
-    entry: str
-    """The function the benchmark calls (the candidate defines it)."""
+    """The entry point: the function the benchmark calls (the candidate defines it);
+    many tasks may share one (BigCodeBench's ``task_func``)."""
     public: PublicTask
     """What may be shown to a model."""
     prefix: str = ""
     """Code put before a completion (HumanEval's prompt) to make a whole program."""
-    suffix: str = ""
-    """Code put after any candidate (an alias when ``fn`` was renamed)."""
     reference: str | None = None
-    """The canonical solution as whole code (``prefix + solution + suffix``)."""
+    """The canonical solution as whole code (``prefix + solution``)."""
     head: str = ""
     """Module-level code of the test program (imports, constants, setup code)."""
     param: str = "candidate"
@@ -117,9 +114,9 @@ class ImportedTask:
     """A task ready to write: hidden cases, public task, reference."""
 
     task_id: str
-    """The benchmark's id."""
+    """The benchmark's id: the task's id."""
     fn: str
-    """The gradebox task name."""
+    """The entry point."""
     public: PublicTask
     """The public task."""
     cases: tuple[HiddenCase, ...]
@@ -128,7 +125,5 @@ class ImportedTask:
     """The reference solution as whole code, when the benchmark has one."""
     prefix: str = ""
     """Prepended to a completion (for samples files)."""
-    suffix: str = ""
-    """Appended to any candidate (for samples files)."""
     retyped: tuple[Retyped, ...] = field(default=())
     """Cases whose literal and reference types differ."""

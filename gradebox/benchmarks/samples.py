@@ -11,8 +11,12 @@ Layouts read (as the harnesses write them):
   ``*_eval_results.json`` is ``{"eval": {task_id: [{"solution", "base_status",
   "plus_status", ...}]}}``, each task's list in sample order.
 
-The task set must come from ``gradebox import`` (its ``benchmark.jsonl`` maps
-benchmark ids to gradebox ``fn`` and holds the prompt a completion continues).
+The task set must come from ``gradebox import`` (its ``benchmark.jsonl`` lists
+the benchmark's task ids, which are gradebox task ids, and holds the prompt a
+completion continues). A sample's code is the model's own: the prompt and the
+completion, or the solution, and nothing else. (Task sets imported before task
+ids renamed tasks that shared an entry point and appended an alias function to
+their candidates; their ``benchmark.jsonl`` says so, and it is still honoured.)
 """
 
 from __future__ import annotations
@@ -44,10 +48,19 @@ class ImportedSample:
 
     id: str
     """``<task_id>#<n>``: the n-th sample of the task (0-based), as the harness counts it."""
-    fn: str
-    """The gradebox task."""
+    task: str
+    """The task's id (the benchmark's, e.g. ``HumanEval/85``)."""
     code: str
     """Whole code: the prompt and the completion, or the solution."""
+    fn: str | None = None
+    """The task's name in a task set imported before task ids (then ``task`` is not
+    written: the sample names its task by ``fn``)."""
+
+    def to_json(self) -> dict[str, Json]:
+        """The ``samples.jsonl`` line."""
+        if self.fn is not None:
+            return {"id": self.id, "fn": self.fn, "code": self.code}
+        return {"id": self.id, "task": self.task, "code": self.code}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +85,25 @@ def normal_id(task_id: object) -> object:
     return task_id
 
 
-def _benchmark(tasks: Path) -> dict[str, tuple[str, str, str]]:
-    """``task_id -> (fn, prefix, suffix)`` from an import's ``benchmark.jsonl``."""
+def _benchmark(tasks: Path) -> dict[str, tuple[str | None, str, str]]:
+    """``task_id -> (old fn, prefix, suffix)`` from an import's ``benchmark.jsonl``.
+
+    ``old fn`` and ``suffix`` are those of a task set imported before task ids
+    (``None`` and ``""`` otherwise: the sample names the task by its id).
+    """
     path = tasks / "benchmark.jsonl"
     rows, problems = read_rows(path)
-    out: dict[str, tuple[str, str, str]] = {}
+    out: dict[str, tuple[str | None, str, str]] = {}
     for row in rows:
         d = row.data
-        if not all(isinstance(d.get(k), str) for k in ("task_id", "fn", "prefix", "suffix")):
+        suffix = d.get("suffix", "")
+        if not all(isinstance(d.get(k), str) for k in ("task_id", "fn", "prefix")) or (
+            not isinstance(suffix, str)
+        ):
             problems.append(f"{path}:{row.line}: not a line gradebox import wrote")
             continue
-        out[d["task_id"]] = (d["fn"], d["prefix"], d["suffix"])
+        old = "suffix" in d  # written before task ids: its tasks are named by fn
+        out[d["task_id"]] = (d["fn"] if old else None, d["prefix"], suffix)
     if problems:
         raise BadInput(problems)
     return out
@@ -112,7 +133,7 @@ def read_samples(source: Path, tasks: Path) -> list[ImportedSample]:
         else:
             problems.append(f"{source}:{row.line}: needs a 'completion' or 'solution' string")
             continue
-        samples.append(ImportedSample(f"{task_id}#{seen[task_id]}", fn, code))
+        samples.append(ImportedSample(f"{task_id}#{seen[task_id]}", task_id, code, fn))
         seen[task_id] += 1
     if problems:
         raise BadInput(problems)

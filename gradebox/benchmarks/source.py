@@ -14,7 +14,6 @@ import keyword
 import os
 import stat
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +22,7 @@ from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds, json_cost, row_by
 from gradebox.benchmarks.records import Skipped
 from gradebox.errors import BadInput
 
-__all__ = ["Row", "alias_code", "field", "read_rows", "signature_of", "unique_fns"]
+__all__ = ["Row", "field", "read_rows", "signature_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,32 +206,6 @@ def signature_of(code: str, fn: str) -> str:
             node.body, node.decorator_list = [ast.Expr(ast.Constant(...))], []
             return ast.unparse(node).split("\n")[0].rstrip(":")
     return ""
-
-
-def unique_fns(entries: list[tuple[str, str]]) -> Iterator[tuple[str, str, str]]:
-    """``(task_id, entry, fn)``, each task with its own ``fn``.
-
-    A second task whose entry point is taken gets ``<entry>_<number of its id>``.
-    """
-    taken: set[str] = set()
-    for task_id, entry in entries:
-        fn = entry
-        if fn in taken:
-            digits = "".join(c for c in task_id.rsplit("/", 1)[-1] if c.isdigit()) or "1"
-            fn = f"{entry}_{digits}"
-            n = 2
-            while fn in taken:
-                fn = f"{entry}_{digits}_{n}"
-                n += 1
-        taken.add(fn)
-        yield task_id, entry, fn
-
-
-def alias_code(fn: str, entry: str) -> str:
-    """Code appended to any candidate of a renamed task: ``fn`` calling the entry point."""
-    if fn == entry:
-        return ""
-    return f"\n\ndef {fn}(*args, **kwargs):\n    return {entry}(*args, **kwargs)\n"
 
 
 def is_identifier(name: object) -> bool:

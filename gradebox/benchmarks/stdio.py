@@ -75,7 +75,14 @@ def _json_field(row: Row, name: str, path: Path, problems: list[str], bounds: Bo
 
 def _stdio_case(fn: str, task: str, n: int, stdin: str, stdout: str) -> HiddenCase:
     return HiddenCase(
-        fn=fn, args=(), kwargs={}, expect=stdout, kind="stdio", stdin=stdin, name=f"{task} #{n}"
+        fn=fn,
+        args=(),
+        kwargs={},
+        expect=stdout,
+        kind="stdio",
+        stdin=stdin,
+        name=f"{task} #{n}",
+        task=task,
     )
 
 
@@ -165,9 +172,9 @@ def _draft(
     return Draft(
         task_id=task,
         fn=fn,
-        entry=fn,
         public=PublicTask(
             fn=fn,
+            task=task,
             spec=spec,
             helpers_allowed=True,
             # Fast-input templates of competitive programming import os (os.read(0, ...)).

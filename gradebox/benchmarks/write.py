@@ -31,7 +31,8 @@ __all__ = [
 
 def case_line(case: HiddenCase) -> dict[str, Json]:
     """One ``hidden.jsonl`` object (loadable by :func:`sandbox.cases.load_hidden`)."""
-    line: dict[str, Json] = {"fn": case.fn}
+    line: dict[str, Json] = {"task": case.task} if case.task != case.fn else {}
+    line["fn"] = case.fn
     if case.kind == "stdio":
         line.update(kind="stdio", stdin=case.stdin, expect=str(case.expect))
     elif case.kind == "program":
@@ -58,7 +59,8 @@ def case_line(case: HiddenCase) -> dict[str, Json]:
 
 def public_line(task: PublicTask) -> dict[str, Json]:
     """One ``public.jsonl`` object."""
-    line: dict[str, Json] = {"fn": task.fn, "spec": task.spec, "signature": task.signature}
+    line: dict[str, Json] = {"task": task.task} if task.task != task.fn else {}
+    line |= {"fn": task.fn, "spec": task.spec, "signature": task.signature}
     if task.helpers_allowed:
         line["helpers_allowed"] = True
     if task.banned_imports is not None:
@@ -92,8 +94,6 @@ class ImportReport:
     """What was not imported, and why."""
     retyped: tuple[Retyped, ...]
     """Cases where the reference's value differs in type from the benchmark's literal."""
-    renamed: tuple[tuple[str, str, str], ...]
-    """``(task id, entry point, fn)`` where another task already had the entry point."""
     bounds: Bounds = DEFAULT_BOUNDS
     """The bounds the import applied (rows over them are in ``skipped``)."""
 
@@ -123,7 +123,6 @@ class ImportReport:
                 }
                 for r in self.retyped
             ],
-            "renamed": [{"task": t, "entry_point": e, "fn": f} for t, e, f in self.renamed],
             "bounds": dict(self.bounds.to_json()),
         }
 
@@ -140,8 +139,6 @@ class ImportReport:
                 f"  {len(self.retyped)} cases where the reference's type differs from the "
                 f"literal (equality: {self.equality}); see import_report.json"
             )
-        if self.renamed:
-            lines.append(f"  {len(self.renamed)} tasks renamed (entry point already taken)")
         if self.skipped:
             lines.append(
                 f"  skipped {len(self.skipped)}: "
@@ -161,10 +158,9 @@ def report_of(
     *,
     equality: Equality,
     reference_checked: bool,
-    entries: dict[str, str],
     bounds: Bounds = DEFAULT_BOUNDS,
 ) -> ImportReport:
-    """Count what ``tasks`` hold; ``entries`` maps task id to the benchmark's entry point."""
+    """Count what ``tasks`` hold."""
     kinds = [c.kind for t in tasks for c in t.cases]
     return ImportReport(
         format=fmt,
@@ -178,9 +174,6 @@ def report_of(
         reference_checked=reference_checked,
         skipped=tuple(skipped),
         retyped=tuple(r for t in tasks for r in t.retyped),
-        renamed=tuple(
-            (t.task_id, entries[t.task_id], t.fn) for t in tasks if entries[t.task_id] != t.fn
-        ),
         bounds=bounds,
     )
 
@@ -194,11 +187,9 @@ def task_lines(task: ImportedTask) -> Iterator[tuple[str, dict[str, Json]]]:
         yield "hidden.jsonl", case_line(case)
     yield "public.jsonl", public_line(task.public)
     if task.reference is not None:
-        yield "reference.jsonl", {"fn": task.fn, "code": task.reference}
-    yield (
-        "benchmark.jsonl",
-        {"task_id": task.task_id, "fn": task.fn, "prefix": task.prefix, "suffix": task.suffix},
-    )
+        named: dict[str, Json] = {"task": task.task_id} if task.task_id != task.fn else {}
+        yield "reference.jsonl", {**named, "fn": task.fn, "code": task.reference}
+    yield "benchmark.jsonl", {"task_id": task.task_id, "fn": task.fn, "prefix": task.prefix}
 
 
 def _encoded(row: dict[str, Json]) -> str:

@@ -287,8 +287,8 @@ def _used(config: RunConfig, inputs: RunInputs, sandbox: Sandbox, stages: Stages
     if stages.judge is not None:
         stage = stages.judge
         rubrics = {
-            fn: stage.rubric_digest(t.public.rubric)
-            for fn, t in inputs.tasks.items()
+            tid: stage.rubric_digest(t.public.rubric)
+            for tid, t in inputs.tasks.items()
             if t.public is not None and t.public.spec.strip()
         }
         judge = UsedJudge(stage.base_url, stage.model, rubrics)
@@ -342,15 +342,19 @@ def _reports(config: RunConfig, inputs: RunInputs) -> Reports:
     """Extracted code (extracted again when a report asks) and case names."""
 
     def code(s: Sample) -> str | None:
-        pub = inputs.tasks[s.fn].public
+        task = inputs.tasks[s.task]
+        pub = task.public
         ext = extract(
-            reply=s.reply, code=s.code, fn=s.fn, helpers_allowed=bool(pub and pub.helpers_allowed)
+            reply=s.reply,
+            code=s.code,
+            fn=task.fn,
+            helpers_allowed=bool(pub and pub.helpers_allowed),
         )
         return ext.code if ext.contract == "ok" else None
 
     return Reports(
         sources=LazySources(inputs.samples, code),
-        case_names={fn: [c.name for c in t.cases] for fn, t in inputs.tasks.items()},
+        case_names={tid: [c.name for c in t.cases] for tid, t in inputs.tasks.items()},
         static=config.static is not None,
         version=_version(),
     )

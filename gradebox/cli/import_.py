@@ -256,7 +256,7 @@ def _samples(
     out.mkdir(parents=True, exist_ok=True)
     with (out / "samples.jsonl").open("w", encoding="utf-8") as f:
         for s in samples:
-            f.write(json.dumps({"id": s.id, "fn": s.fn, "code": s.code}) + "\n")
+            f.write(json.dumps(s.to_json()) + "\n")
     report: dict[str, Json] = {"format": "samples", "source": str(source), "samples": len(samples)}
     agreement = None
     if harness is not None:

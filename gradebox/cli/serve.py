@@ -312,7 +312,7 @@ def serve(**o: Any) -> None:
     JSON lines with a request id (sent back as X-Request-ID).
 
     What a grader token sees of a task's hidden cases is the task's disclosure,
-    set by the admin in PUT /v1/tasks/{fn}: "cases" (per-case outcomes), "counts"
+    set by the admin in PUT /v1/tasks/{task}: "cases" (per-case outcomes), "counts"
     (the default: how many passed, failed, timed out) or "verdict". Write-only
     means never returned, not unlearnable: see the README.
 

@@ -20,13 +20,14 @@ from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import isolation_option, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 from gradebox.model import Task
+from gradebox.runs.inputs import group_tasks
 from gradebox.suite import check_suite, freeze_cases, load_references, render_text
 from gradebox.suite.grow import dumps_lines
 from gradebox.suite.references import Reference
 from sandbox.cases import load_hidden, load_public
 from sandbox.errors import InputError, IsolationUnavailable
 from sandbox.runner import Sandbox, open_sandbox
-from sandbox.types import HiddenCase, PublicTask
+from sandbox.types import PublicTask
 
 __all__ = ["suite"]
 
@@ -220,17 +221,20 @@ def _check_inputs(
         lambda: load_public(public)[0] if public is not None else {},
         lambda: load_references(reference),
     )
-    by_fn: dict[str, list[HiddenCase]] = {}
-    for case in cases:
-        by_fn.setdefault(case.fn, []).append(case)
-    orphans = [
-        f"{reference}:{ref.line}: fn: {fn!r} has no hidden cases in {hidden}"
-        for fn, ref in refs.items()
-        if fn not in by_fn
+    tasks, problems = group_tasks(cases, pub, hidden, public)
+    problems += [
+        f"{reference}:{ref.line}: {'task' if tid != ref.fn else 'fn'}: {tid!r} has no hidden "
+        f"cases in {hidden}"
+        for tid, ref in refs.items()
+        if tid not in tasks
     ]
-    if orphans:
-        raise BadInput(orphans)
-    tasks = {fn: Task(fn, tuple(cs), pub.get(fn)) for fn, cs in by_fn.items()}
+    problems += [
+        f"{reference}:{ref.line}: fn: task {tid!r} calls {tasks[tid].fn!r}, not {ref.fn!r}"
+        for tid, ref in refs.items()
+        if tid in tasks and ref.fn != tasks[tid].fn
+    ]
+    if problems:
+        raise BadInput(problems)
     return tasks, pub, refs
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from gradebox.model import task_id_problem
 from gradebox.service.auth import MAX_EXPIRY_S, ROLES, create_token
 from gradebox.service.store import Store, iso_time
 
@@ -50,7 +51,7 @@ def token() -> None:
     "--task",
     "tasks",
     multiple=True,
-    metavar="FN",
+    metavar="TASK",
     help="A task the token may grade (repeat for more). Default: every task. Any other task "
     "answers exactly as a task that does not exist.",
 )
@@ -69,9 +70,9 @@ def create(
       gradebox token create --role grader --expires 30d --task is_even --db /tmp/gradebox.sqlite
     """  # noqa: D301 - click needs a real \b to keep the example as written
     when = parse_expiry(expires, now=time.time()) if expires is not None else None
-    for fn in tasks:
-        if not fn.isidentifier() or not fn.isascii() or len(fn) > 200:
-            raise click.BadParameter(f"{fn!r} is not a task name", param_hint="--task")
+    for task in tasks:
+        if task_id_problem(task) is not None:
+            raise click.BadParameter(f"{task!r} is not a task id", param_hint="--task")
     store = Store(db)
     try:
         value = create_token(store, role, expires=when, tasks=tasks or None)

@@ -160,12 +160,14 @@ class ClusterSandbox(Sandbox):
             return _infra(cases, self.lost, t0)
         if self._closed:
             return _infra(cases, "the cluster sandbox is closed", t0)
+        task = cases[0].task if cases else fn  # the set's key: tasks may share an entry point
         try:
-            name = self._taskset(fn, cases)
+            name = self._taskset(task, cases)
         except Exception as exc:  # the scheduler refused or went away: ours, not the candidate's
             return self._failed(cases, exc, t0)
         waiter: Future[RunResult] = Future()
-        self._waiting.put((CaseJob(name, fn, code, limits or self.limits, self.backend), waiter))
+        job = CaseJob(name, fn, code, limits or self.limits, self.backend, task)
+        self._waiting.put((job, waiter))
         if self._closed:  # closed meanwhile: the dispatcher may be gone
             self._drain()
         try:
@@ -260,23 +262,23 @@ class ClusterSandbox(Sandbox):
         Cases :meth:`run` is later called with that are not these (the suite
         preparation's own) are registered when first seen, once each.
         """
-        sets = {fn: t.cases for fn, t in tasks.items()}
+        sets = {t.cases[0].task if t.cases else tid: t.cases for tid, t in tasks.items()}
         with self._sets_lock:
-            fresh = {fn: c for fn, c in sets.items() if id(c) not in self._sets}
+            fresh = {tid: c for tid, c in sets.items() if id(c) not in self._sets}
             if not fresh:
                 return
             self._register(fresh)
 
-    def _taskset(self, fn: str, cases: Sequence[HiddenCase]) -> str:
+    def _taskset(self, task: str, cases: Sequence[HiddenCase]) -> str:
         """The registered set for ``cases`` (registered now, once, if it is new)."""
         with self._sets_lock:
             known = self._sets.get(id(cases))
             if known is not None and known[0] is cases:
                 return known[1]
-            return self._register({fn: cases})
+            return self._register({task: cases})
 
     def _register(self, sets: Mapping[str, Sequence[HiddenCase]]) -> str:
-        sent = {fn: arguments_only(cases) for fn, cases in sets.items()}
+        sent = {tid: arguments_only(cases) for tid, cases in sets.items()}
         name = taskset_name(self._run, sent)
         self._client.register_plugin(TaskSetPlugin(name, sent), name=name)
         self._names.append(name)

@@ -1,6 +1,7 @@
 """Task sets on the workers: shipped once per run, arguments only, found by name.
 
-A task set is one task's hidden cases with everything a sandbox does not need
+A task set is one task's hidden cases (found by task id: tasks may share an
+entry point, and each keeps its own set) with everything a sandbox does not need
 taken out (expected values and exceptions, tolerances, case names): the
 comparison stays in the coordinating process, so expected values never leave
 it. The set travels inside a :class:`TaskSetPlugin`, registered once per run
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["SENT_FIELDS", "TaskSetPlugin", "arguments_only", "taskset_name"]
 
 SENT_FIELDS = frozenset(
-    {"fn", "args", "kwargs", "timeout_s", "args_wire", "kwargs_wire"}
+    {"fn", "task", "args", "kwargs", "timeout_s", "args_wire", "kwargs_wire"}
     | {"kind", "stdin", "program", "test", "line"}
 )
 """The fields of a :class:`~sandbox.types.HiddenCase` a worker receives (what the
@@ -55,7 +56,7 @@ def arguments_only(cases: Sequence[HiddenCase]) -> tuple[HiddenCase, ...]:
 
 def taskset_name(run: str, sets: Mapping[str, Sequence[HiddenCase]]) -> str:
     """The plugin name of task sets of one run: its run token and a digest of their content."""
-    content = sorted((fn, tuple(cases)) for fn, cases in sets.items())
+    content = sorted((tid, tuple(cases)) for tid, cases in sets.items())
     digest = hashlib.sha256(pickle.dumps(content, protocol=5)).hexdigest()[:16]
     return f"gradebox-cases-{run}-{digest}"
 
@@ -65,7 +66,7 @@ class TaskSetPlugin(WorkerPlugin):
 
     Args:
         name: :func:`taskset_name` of the sets.
-        sets: Cases by task name, already :func:`arguments_only`.
+        sets: Cases by task id, already :func:`arguments_only`.
     """
 
     idempotent = True

@@ -104,15 +104,22 @@ class CaseJob:
     """One sample's sandbox work, as shipped to a worker: no hidden case inside."""
 
     taskset: str
-    """The plugin name of the run's task set for ``fn``."""
+    """The plugin name of the run's task set for ``task``."""
     fn: str
-    """The task's function name."""
+    """The task's entry point (the function the cases call)."""
     code: str
     """The candidate's extracted code."""
     limits: Limits
     """The run's limits."""
     backend: str
     """The isolation backend the run requires (``bwrap``, ``none``)."""
+    task: str = ""
+    """The task's id: the key of its cases in the set (tasks may share ``fn``)."""
+
+    def __post_init__(self) -> None:
+        """Fill in the task id of a job that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,9 +242,9 @@ def run_cases(job: CaseJob) -> RunResult:
         raise Refused("this worker has no gradebox sandbox")
     plugin.check(job)
     tasks = worker.plugins.get(job.taskset)
-    cases = tasks.sets.get(job.fn) if isinstance(tasks, TaskSetPlugin) else None
+    cases = tasks.sets.get(job.task) if isinstance(tasks, TaskSetPlugin) else None
     if cases is None:
-        raise MissingTaskSet(f"task set {job.taskset} of {job.fn!r} is not on this worker")
+        raise MissingTaskSet(f"task set {job.taskset} of {job.task!r} is not on this worker")
     return plugin.run(job, cases)
 
 

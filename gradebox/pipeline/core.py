@@ -68,7 +68,7 @@ class Graded:
     sample_id: str
     """The sample's id."""
     fn: str
-    """The task it answers."""
+    """The entry point of the task it answers."""
     code: str | None
     """The extracted code; ``None`` when extraction failed (no stage checks it)."""
     original: str | None
@@ -79,6 +79,13 @@ class Graded:
     """What extract, gate and the hidden cases found."""
     fixed: Verdict | None = None
     """The verdict when it is already settled (the sample could not be graded)."""
+    task: str = ""
+    """The id of the task it answers; left empty, it is ``fn``."""
+
+    def __post_init__(self) -> None:
+        """Fill in the task id of a sample that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +131,7 @@ def finish(graded: Graded, notes: Mapping[str, Annotation]) -> Grade:
     static = next((v for v in found if isinstance(v, StaticReport)), None)
     judge = next((v for v in found if not isinstance(v, StaticReport)), None)
     verdict = graded.fixed or decide(graded.tests, static, judge)
-    return Grade(graded.sample_id, graded.fn, verdict, graded.tests, static, judge)
+    return Grade(graded.sample_id, graded.fn, verdict, graded.tests, static, judge, graded.task)
 
 
 _Event = tuple[int, int, Future[Any]]

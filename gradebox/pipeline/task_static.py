@@ -1,7 +1,7 @@
 """A task's own static settings: a policy of its own and rule ids it legitimately needs.
 
 Read from a task's ``"static"`` object, in ``public.jsonl`` for the CLI and in
-``PUT /v1/tasks/{fn}`` for the service, so both grade a task the same way. A
+``PUT /v1/tasks/{task}`` for the service, so both grade a task the same way. A
 task that asks for an MD5 digest allows ``B324``: the finding stays on the row
 but never decides the verdict.
 """

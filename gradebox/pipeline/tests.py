@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
@@ -59,7 +59,7 @@ class GradeConfig:
     explain: bool = False
     """Put arguments, expected and actual values of failed cases on the row."""
     shrink: Callable[[str, str, int], HiddenCase | None] | None = None
-    """``(fn, code, case index) -> smaller failing case`` for property-generated cases;
+    """``(task id, code, case index) -> smaller failing case`` for property-generated cases;
     its result goes on the row (``counterexample``) only with ``explain``."""
 
 
@@ -68,7 +68,7 @@ class FrontJob:
     """What extract and gate read of one sample: plain values, picklable for a worker process."""
 
     fn: str
-    """The task's function name."""
+    """The task's entry point (the function the code must define)."""
     reply: str | None
     """The sample's raw model reply, or ``None``."""
     code: str | None
@@ -144,6 +144,7 @@ class Grader:
     """Grades samples against their tasks in a sandbox."""
 
     def __init__(self, sandbox: Sandbox, tasks: dict[str, Task], config: GradeConfig) -> None:
+        """Grade against ``tasks`` (by task id) in ``sandbox``."""
         self.sandbox = sandbox
         self.tasks = tasks
         self.config = config
@@ -157,7 +158,7 @@ class Grader:
         return DEFAULT_BANNED
 
     def _counterexample(
-        self, fn: str, code: str, cases: Sequence[HiddenCase], outcomes: Sequence[str]
+        self, task: str, code: str, cases: Sequence[HiddenCase], outcomes: Sequence[str]
     ) -> dict[str, Any] | None:
         """Shrink the first failed property-generated case (``--explain`` only)."""
         if self.config.shrink is None:
@@ -165,7 +166,7 @@ class Grader:
         for i, (case, outcome) in enumerate(zip(cases, outcomes, strict=True)):
             if outcome in ("ok", "not_run") or not (case.name or "").startswith("property:"):
                 continue
-            small = self.config.shrink(fn, code, i)
+            small = self.config.shrink(task, code, i)
             if small is None:
                 return None
             expect = {"error": small.error} if small.error else _safe_wire(small.expect)
@@ -198,10 +199,10 @@ class Grader:
 
     def front_job(self, sample: Sample) -> FrontJob:
         """What :func:`check_front` needs of ``sample`` (to run it elsewhere, e.g. a process)."""
-        task = self.tasks[sample.fn]
+        task = self.tasks[sample.task]
         pub = task.public
         return FrontJob(
-            fn=sample.fn,
+            fn=task.fn,
             reply=sample.reply,
             code=sample.code,
             claim=sample.claim,
@@ -213,14 +214,14 @@ class Grader:
     def grade_cases(self, sample: Sample, front: Front) -> Graded:
         """Run the hidden cases of a sample that went through :meth:`front`."""
         ext, g, t0 = front.extraction, front.gate, front.started
-        task = self.tasks[sample.fn]
+        task = self.tasks[sample.task]
         pub = task.public
         if _kind(task.cases) == "stdio" and ext.contract in _NO_FUNCTION_NEEDED:
             ext = replace(ext, contract="ok", detail="")  # a program defines no `fn`
         contract_ok = ext.contract == "ok"
         run: RunResult | None = None
         if contract_ok and not g.fired:
-            run = self.sandbox.run(ext.code, sample.fn, task.cases, self.config.limits)
+            run = self.sandbox.run(ext.code, task.fn, task.cases, self.config.limits)
         outcomes = _outcomes(task.cases, run)
         detail = ext.detail if not contract_ok else g.syntax_detail or g.claim_detail
         explain: Json = None
@@ -228,7 +229,7 @@ class Grader:
         if self.config.explain and run is not None:
             explain = cast(Json, _explain(task.cases, run))
             counterexample = cast(
-                Json, self._counterexample(sample.fn, ext.code, task.cases, outcomes)
+                Json, self._counterexample(task.id, ext.code, task.cases, outcomes)
             )
         tests = TestsReport(
             outcomes=tuple(outcomes),
@@ -244,11 +245,12 @@ class Grader:
         )
         return Graded(
             sample_id=sample.id,
-            fn=sample.fn,
+            fn=task.fn,
             code=ext.code if contract_ok else None,
             original=sample.original,
             public=pub,
             tests=tests,
+            task=task.id,
         )
 
 
@@ -343,8 +345,10 @@ def grade_all(
         return executor.submit(grader.grade_tests, samples[i])
 
     def fallback(i: int, exc: Exception) -> Graded:
-        grade = infra_grade(samples[i], f"grader error: {type(exc).__name__}: {exc}")
-        return Graded(samples[i].id, samples[i].fn, None, None, None, grade.tests, grade.verdict)
+        grade = infra_grade(samples[i], f"grader error: {type(exc).__name__}: {exc}", grader.tasks)
+        return Graded(
+            grade.id, grade.fn, None, None, None, grade.tests, grade.verdict, task=grade.task
+        )
 
     def tick(i: int, grade: Grade) -> None:
         if on_row is not None:
@@ -354,14 +358,23 @@ def grade_all(
     return (grade.to_row() for grade in grades)
 
 
-def infra_grade(sample: Sample, message: str) -> Grade:
-    """The grade of a sample that could not be graded: needs review, never a fail."""
+def infra_grade(sample: Sample, message: str, tasks: Mapping[str, Task] | None = None) -> Grade:
+    """The grade of a sample that could not be graded: needs review, never a fail.
+
+    Its ``fn`` is its task's entry point when ``tasks`` holds the task, else what the
+    sample names (its ``fn``, else its task id).
+    """
     tests = TestsReport(
         outcomes=(), gate=None, claim="none", latency_ms=0.0, infra_error=message[:MAX_TEXT]
     )
-    return Grade(sample.id, sample.fn, Verdict("needs_review", "infra_error"), tests)
+    known = tasks.get(sample.task) if tasks is not None else None
+    fn = known.fn if known is not None else sample.fn or sample.task
+    verdict = Verdict("needs_review", "infra_error")
+    return Grade(sample.id, fn, verdict, tests, task=sample.task)
 
 
-def infra_row(sample: Sample, message: str) -> dict[str, Any]:
+def infra_row(
+    sample: Sample, message: str, tasks: Mapping[str, Task] | None = None
+) -> dict[str, Any]:
     """The row of :func:`infra_grade`."""
-    return infra_grade(sample, message).to_row()
+    return infra_grade(sample, message, tasks).to_row()

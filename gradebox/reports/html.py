@@ -175,13 +175,13 @@ class _Overview:
 
     def add(self, g: Grade) -> None:
         verdict = g.verdict.verdict
-        tally = Tally(g.fn, g.passed, bool(g.tests.timeouts), g.infra)
+        tally = Tally(g.task, g.passed, bool(g.tests.timeouts), g.infra)
         self.tallies.append(self._same.setdefault(tally, tally))
         self.verdicts[verdict] += 1
         self.timed_out += bool(g.tests.timeouts)
         self.cases += len(g.tests.timeouts)
         self.infra += g.infra
-        counts = self.per_task.setdefault(g.fn, Counter())
+        counts = self.per_task.setdefault(g.task, Counter())
         counts["n"] += 1
         counts[verdict] += 1
         counts["timeouts"] += bool(g.tests.timeouts)
@@ -392,12 +392,12 @@ def _task_table(per: Mapping[str, Counter[str]], report: PassKReport) -> str:
         f'<th class="num">infra</th>{head}<th>why not passing</th></tr></thead><tbody>'
     ]
     for t in report.tasks:
-        c = per[t.fn]
+        c = per[t.task]
         reasons = sorted((k[7:], v) for k, v in c.items() if k.startswith("reason:"))
         why = ", ".join(f"{r} {v}" for r, v in reasons) or "\u2014"
         cells = "".join(f'<td class="num">{_e(format_value(t.pass_at[k]))}</td>' for k in ks)
         out.append(
-            f'<tr><td><a href="#samples" data-task="{_e(t.fn)}">{_e(t.fn)}</a></td>'
+            f'<tr><td><a href="#samples" data-task="{_e(t.task)}">{_e(t.task)}</a></td>'
             + "".join(
                 f'<td class="num">{c[key]}</td>'
                 for key in ("n", "pass", "fail", "needs_review", "timeouts", "infra")
@@ -441,7 +441,9 @@ def _samples(
         f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
         f'<div class="legend">hidden case outcomes: {legend}</div>'
         + _capped(len(rows), of)
-        + "".join(_sample(r, codes.get(r.id), names.get(r.fn, ()), opened=r is first) for r in rows)
+        + "".join(
+            _sample(r, codes.get(r.id), names.get(r.task, ()), opened=r is first) for r in rows
+        )
     )
 
 
@@ -462,17 +464,22 @@ def _sample(
     opened: bool = False,
 ) -> str:
     verdict = row.verdict.verdict
-    search = f"{row.id} {row.fn} {verdict} {row.verdict.reason}".lower()
+    search = f"{row.id} {row.task} {row.fn} {verdict} {row.verdict.reason}".lower()
     left = _outcomes(row, names) + _explain(row, names) + _facts(row) + _judge(row)
     right = _findings(row, code) + _code_block(code, _finding_lines(row))
     return (
         f'<details class="sample"{" open" if opened else ""} data-verdict="{_e(verdict)}" '
         f'data-search="{_e(search)}">'
         f'<summary><span class="badge v-{_e(verdict)}">{_e(verdict.replace("_", " "))}</span>'
-        f'<span class="id">{_e(row.id)}</span><span class="fn">{_e(row.fn)}</span>'
+        f'<span class="id">{_e(row.id)}</span><span class="fn">{_e(_task_label(row))}</span>'
         f'<span class="why">{_e(verdict_message(row))}</span>{_mini(row)}</summary>'
         f'<div class="body"><div>{left}</div><div>{right}</div></div></details>'
     )
+
+
+def _task_label(row: Grade) -> str:
+    """The task's id, and its entry point when that is another name (``HumanEval/85 (add)``)."""
+    return row.task if row.task == row.fn else f"{row.task} ({row.fn})"
 
 
 def _mini(row: Grade) -> str:

@@ -57,8 +57,8 @@ class NotRun:
 
     id: str
     """The sample id."""
-    fn: str
-    """The task."""
+    task: str
+    """The task's id."""
     message: str
     """Why it was not run."""
 
@@ -88,15 +88,15 @@ def to_junit(
     Returns:
         The XML tree (``testsuites`` root).
     """
-    by_fn: dict[str, list[Grade]] = {}
+    by_task: dict[str, list[Grade]] = {}
     for grade in grades:
-        by_fn.setdefault(grade.fn, []).append(grade)
+        by_task.setdefault(grade.task, []).append(grade)
     missing: dict[str, list[NotRun]] = {}
     for item in not_run:
-        missing.setdefault(item.fn, []).append(item)
+        missing.setdefault(item.task, []).append(item)
     root = ET.Element("testsuites", name=_text(name))
-    for fn in sorted(by_fn.keys() | missing.keys()):
-        root.append(_suite(fn, by_fn.get(fn, []), missing.get(fn, [])))
+    for task in sorted(by_task.keys() | missing.keys()):
+        root.append(_suite(task, by_task.get(task, []), missing.get(task, [])))
     _total(root, root.findall("testsuite"))
     return ET.ElementTree(root)
 
@@ -121,18 +121,18 @@ def write_junit(
     """
     missing: dict[str, list[NotRun]] = {}
     for item in not_run:
-        missing.setdefault(item.fn, []).append(item)
+        missing.setdefault(item.task, []).append(item)
     with tempfile.TemporaryFile() as spool:
-        suites: dict[str, _Suite] = {}
+        suites: dict[str, _Suite] = {}  # one suite per task id
         for grade in grades:
-            suite = suites.get(grade.fn) or suites.setdefault(grade.fn, _Suite())
-            suite.add(grade, _case(grade.fn, grade), spool)
-        for fn, items in missing.items():
-            suite = suites.get(fn) or suites.setdefault(fn, _Suite())
+            suite = suites.get(grade.task) or suites.setdefault(grade.task, _Suite())
+            suite.add(grade, _case(grade.task, grade), spool)
+        for task, items in missing.items():
+            suite = suites.get(task) or suites.setdefault(task, _Suite())
             for item in items:
-                suite.add(None, _missing(fn, item), spool)
+                suite.add(None, _missing(task, item), spool)
         with Path(path).open("wb") as fh:
-            _write(fh, spool, name, {fn: suites[fn] for fn in sorted(suites)})
+            _write(fh, spool, name, {task: suites[task] for task in sorted(suites)})
 
 
 class _Suite:
@@ -158,9 +158,9 @@ class _Suite:
         self.places.extend((spool.tell(), len(data)))
         spool.write(data)
 
-    def element(self, fn: str) -> ET.Element:
+    def element(self, task: str) -> ET.Element:
         """The ``testsuite`` element with its attributes and properties, no testcase."""
-        suite = ET.Element("testsuite", name=_text(fn))
+        suite = ET.Element("testsuite", name=_text(task))
         _properties(suite, self.n, self.passed)
         for key, value in (
             ("tests", self.tests),
@@ -183,8 +183,8 @@ def _write(fh: IO[bytes], spool: IO[bytes], name: str, suites: dict[str, _Suite]
         fh.write(ET.tostring(root, encoding="utf-8") + b"\n")
         return
     fh.write(_open_tag(root) + b"\n")
-    for fn, suite in suites.items():
-        element = suite.element(fn)
+    for task, suite in suites.items():
+        element = suite.element(task)
         props = element[0]
         element.remove(props)
         ET.indent(props, space=" ", level=2)
@@ -206,13 +206,13 @@ def _open_tag(element: ET.Element) -> bytes:
     return data[: data.rindex(b"</")]
 
 
-def _suite(fn: str, grades: Sequence[Grade], missing: Sequence[NotRun]) -> ET.Element:
-    suite = ET.Element("testsuite", name=_text(fn))
+def _suite(task: str, grades: Sequence[Grade], missing: Sequence[NotRun]) -> ET.Element:
+    suite = ET.Element("testsuite", name=_text(task))
     _properties(suite, sum(not g.infra for g in grades), sum(g.passed for g in grades))
     for grade in grades:
-        suite.append(_case(fn, grade))
+        suite.append(_case(task, grade))
     for item in missing:
-        suite.append(_missing(fn, item))
+        suite.append(_missing(task, item))
     _total(suite, suite.findall("testcase"))
     return suite
 
@@ -225,14 +225,14 @@ def _properties(suite: ET.Element, n: int, c: int) -> None:
     ET.SubElement(props, "property", name="pass@1", value="n/a" if p1 is None else f"{p1:.4f}")
 
 
-def _missing(fn: str, item: NotRun) -> ET.Element:
-    case = ET.Element("testcase", name=_text(item.id), classname=_classname(fn))
+def _missing(task: str, item: NotRun) -> ET.Element:
+    case = ET.Element("testcase", name=_text(item.id), classname=_classname(task))
     ET.SubElement(case, "skipped", message=_text(item.message, 500))
     return case
 
 
-def _case(fn: str, grade: Grade) -> ET.Element:
-    case = ET.Element("testcase", name=_text(grade.id), classname=_classname(fn))
+def _case(task: str, grade: Grade) -> ET.Element:
+    case = ET.Element("testcase", name=_text(grade.id), classname=_classname(task))
     case.set("time", _seconds(grade.tests.latency_ms))
     state = case_state(grade)
     reason = grade.verdict.reason
@@ -316,8 +316,8 @@ def _seconds(latency_ms: Any) -> str:
     return "0.000"
 
 
-def _classname(fn: str) -> str:
-    return _text(f"gradebox.{fn}")
+def _classname(task: str) -> str:
+    return _text(f"gradebox.{task}")
 
 
 def _text(value: str, limit: int = 100_000) -> str:

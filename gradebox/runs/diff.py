@@ -1,6 +1,7 @@
 """Comparing two runs: what newly fails, what newly passes, what else changed.
 
-Samples are matched by id. Each sample in both runs lands in at most one list:
+Samples are matched by id, tasks by their id (``task``; ``fn`` in rows from
+before task ids). Each sample in both runs lands in at most one list:
 
 - **newly failing**: the new verdict is ``fail`` and the old one was not;
 - **newly passing**: the new verdict is ``pass`` and the old one was not;
@@ -34,8 +35,8 @@ class Change:
 
     id: str
     """The sample id."""
-    fn: str
-    """The task (as in the new run)."""
+    task: str
+    """The task's id (as in the new run)."""
     old_verdict: str
     """Verdict in the old run."""
     old_reason: str
@@ -53,7 +54,7 @@ class Change:
         """Plain JSON."""
         return {
             "id": self.id,
-            "fn": self.fn,
+            "task": self.task,
             "old": {
                 "verdict": self.old_verdict,
                 "reason": self.old_reason,
@@ -71,8 +72,8 @@ class Change:
 class KDelta:
     """pass@k of one task (or the mean) in both runs."""
 
-    fn: str | None
-    """The task; ``None`` for the mean over tasks."""
+    task: str | None
+    """The task's id; ``None`` for the mean over tasks."""
     k: int
     """The k."""
     old: float | None
@@ -138,8 +139,8 @@ class RunDiff:
             "added": list(self.added),
             "removed": list(self.removed),
             "passk": [
-                {"fn": d.fn, "k": d.k, "old": d.old, "new": d.new, "delta": d.delta}
-                | ({} if d.fn else {"old_tasks": d.old_tasks, "new_tasks": d.new_tasks})
+                {"task": d.task, "k": d.k, "old": d.old, "new": d.new, "delta": d.delta}
+                | ({} if d.task else {"old_tasks": d.old_tasks, "new_tasks": d.new_tasks})
                 for d in self.passk
             ],
             "warnings": list(self.warnings),
@@ -205,7 +206,7 @@ def _classify(old: Mapping[str, Any], new: Mapping[str, Any]) -> str | None:
 def _change(old: Mapping[str, Any], new: Mapping[str, Any]) -> Change:
     return Change(
         id=str(new["id"]),
-        fn=str(new["fn"]),
+        task=_task(new),
         old_verdict=str(old["verdict"]),
         old_reason=str(old.get("reason", "")),
         new_verdict=str(new["verdict"]),
@@ -220,12 +221,17 @@ def _passk_deltas(old: PassKReport, new: PassKReport) -> tuple[KDelta, ...]:
         KDelta(None, k, old.mean[k].value, new.mean[k].value, old.mean[k].tasks, new.mean[k].tasks)
         for k in new.ks
     ]
-    before = {t.fn: t.pass_at for t in old.tasks}
-    after = {t.fn: t.pass_at for t in new.tasks}
-    for fn in sorted(before.keys() | after.keys()):
+    before = {t.task: t.pass_at for t in old.tasks}
+    after = {t.task: t.pass_at for t in new.tasks}
+    for tid in sorted(before.keys() | after.keys()):
         for k in new.ks:
-            deltas.append(KDelta(fn, k, before.get(fn, {}).get(k), after.get(fn, {}).get(k)))
+            deltas.append(KDelta(tid, k, before.get(tid, {}).get(k), after.get(tid, {}).get(k)))
     return tuple(deltas)
+
+
+def _task(row: Mapping[str, Any]) -> str:
+    """The row's task id (``fn`` in rows from before task ids)."""
+    return str(row.get("task") or row["fn"])
 
 
 def _case_count_warnings(
@@ -235,15 +241,15 @@ def _case_count_warnings(
         out: dict[str, int] = {}
         for r in rows:
             if r.get("outcomes"):
-                out[str(r["fn"])] = max(out.get(str(r["fn"]), 0), len(r["outcomes"]))
+                out[_task(r)] = max(out.get(_task(r), 0), len(r["outcomes"]))
         return out
 
     a, b = counts(old), counts(new)
     return tuple(
-        f"task {fn!r} has {a[fn]} hidden cases in the old run and {b[fn]} in the new one: "
+        f"task {t!r} has {a[t]} hidden cases in the old run and {b[t]} in the new one: "
         "case indexes may not name the same cases"
-        for fn in sorted(a.keys() & b.keys())
-        if a[fn] != b[fn]
+        for t in sorted(a.keys() & b.keys())
+        if a[t] != b[t]
     )
 
 
@@ -288,7 +294,7 @@ def format_diff(diff: RunDiff, *, old_name: str = "old", new_name: str = "new") 
 
 def _change_table(changes: Sequence[Change]) -> list[str]:
     wid = max(len("sample"), *(len(_safe(c.id)) for c in changes))
-    wfn = max(len("task"), *(len(_safe(c.fn)) for c in changes))
+    wfn = max(len("task"), *(len(_safe(c.task)) for c in changes))
     old = [f"{c.old_verdict} ({c.old_reason})" for c in changes]
     new = [f"{c.new_verdict} ({c.new_reason})" for c in changes]
     wold = max(len("old"), *(len(o) for o in old))
@@ -299,19 +305,19 @@ def _change_table(changes: Sequence[Change]) -> list[str]:
     ]
     for c, o, n in zip(changes, old, new, strict=True):
         out.append(
-            f"  {_safe(c.id, wid)}  {_safe(c.fn, wfn)}  {o:<{wold}}  {n:<{wnew}}  "
+            f"  {_safe(c.id, wid)}  {_safe(c.task, wfn)}  {o:<{wold}}  {n:<{wnew}}  "
             f"{_cases(c.old_cases)} -> {_cases(c.new_cases)}"
         )
     return out
 
 
 def _passk_table(deltas: Sequence[KDelta]) -> list[str]:
-    names = [("mean over tasks" if d.fn is None else _safe(d.fn)) for d in deltas]
+    names = [("mean over tasks" if d.task is None else _safe(d.task)) for d in deltas]
     width = max(len("task"), *(len(n) for n in names)) if names else 4
     out = [f"PASS@K  {'task':<{width}}  {'k':>3}  {'old':>7}  {'new':>7}  {'delta':>7}"]
     same = 0
     for d, name in zip(deltas, names, strict=True):
-        if d.fn is not None and d.old == d.new:
+        if d.task is not None and d.old == d.new:
             same += 1
             continue
         delta = "n/a" if d.delta is None else f"{d.delta:+.3f}"
@@ -319,7 +325,7 @@ def _passk_table(deltas: Sequence[KDelta]) -> list[str]:
             f"        {name:<{width}}  {d.k:>3}  {format_value(d.old):>7}  "
             f"{format_value(d.new):>7}  {delta:>7}"
         )
-        if d.fn is None and d.old_tasks != d.new_tasks:
+        if d.task is None and d.old_tasks != d.new_tasks:
             line += f"  (over {d.old_tasks} -> {d.new_tasks} tasks: not the same set)"
         out.append(line)
     if same:

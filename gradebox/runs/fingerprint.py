@@ -7,13 +7,13 @@ row's ``input_sha256``) is the hash of that mapping. Parts:
 part                covers                                                 affects
 ==================  =====================================================  ==================
 ``sample``          the sample's own line (canonical JSON)                 that sample
-``hidden``          the hidden cases of its ``fn``, in file order          samples of the fn
-``public``          the public task of its ``fn``                          samples of the fn
+``hidden``          the hidden cases of its task, in file order            samples of the task
+``public``          the public task of its task                            samples of the task
 ``lockfile``        the lockfile's bytes (static layers on)                every sample
 ``static_policy``   the static policy file's bytes (static layers on)      every sample
 ``reference``       the reference file's bytes                             every sample
 ``properties``      the properties file's bytes                            every sample
-``rubric``          digest of the rubric and prompt templates its task     samples of the fn
+``rubric``          digest of the rubric and prompt templates its task     samples of the task
                     uses (judge on)
 ``judge``           the effective endpoint and model (judge on)            every sample
 ``gradebox`` ...    versions of gradebox, ruff, mypy, bandit (the last     every sample
@@ -24,6 +24,8 @@ part                covers                                                 affec
 ==================  =====================================================  ==================
 
 Lines are compared as canonical JSON, so reformatting a file regrades nothing.
+Tasks are found by id (``task``, else ``fn``: files from before task ids give
+the same digests as they always did).
 """
 
 from __future__ import annotations
@@ -55,22 +57,26 @@ class Fingerprints(Mapping[str, dict[str, str]]):
         self._tasks: dict[str, tuple[tuple[str, str], ...]] = {}
         self._samples: dict[str, tuple[str, bytes]] = {}
 
-    def add_task(self, fn: str, hidden: str, public: str, rubric: str | None) -> None:
-        """The per-task parts of ``fn``'s samples (``rubric``: ``None`` with the judge off)."""
+    def add_task(self, task: str, hidden: str, public: str, rubric: str | None) -> None:
+        """The per-task parts of the samples of ``task`` (an id).
+
+        ``rubric`` is ``None`` with the judge off.
+        """
         head = (("hidden", hidden), ("public", public))
-        self._tasks[fn] = head if rubric is None else (*head, ("rubric", rubric))
+        self._tasks[task] = head if rubric is None else (*head, ("rubric", rubric))
 
-    def has_task(self, fn: str) -> bool:
-        """Whether ``fn``'s parts were added."""
-        return fn in self._tasks
+    def has_task(self, task: str) -> bool:
+        """Whether the parts of ``task`` were added."""
+        return task in self._tasks
 
-    def add_sample(self, sample_id: str, fn: str, digest: bytes) -> None:
+    def add_sample(self, sample_id: str, task: str, digest: bytes) -> None:
         """A sample of a task added before, with the sha256 of its line."""
-        self._samples[sample_id] = (fn, digest)
+        self._samples[sample_id] = (task, digest)
 
     def __getitem__(self, sample_id: str) -> dict[str, str]:
-        fn, digest = self._samples[sample_id]
-        task = self._tasks[fn]
+        """The parts of one sample's fingerprint."""
+        tid, digest = self._samples[sample_id]
+        task = self._tasks[tid]
         parts = {"sample": digest.hex(), **dict(task[:2]), **self._shared}
         parts.update(task[2:])  # the rubric part comes last, as it always did
         return parts
@@ -91,7 +97,7 @@ class UsedJudge:
     model: str | None
     """The model (from ``--judge-model`` or the environment)."""
     rubrics: Mapping[str, str]
-    """Digest of the rubric and its prompt templates, per task ``fn``."""
+    """Digest of the rubric and its prompt templates, per task id."""
 
 
 def fingerprints(
@@ -123,8 +129,12 @@ def fingerprints(
     """
     cases: dict[str, list[str]] = {}
     for obj in _objects(hidden):
-        cases.setdefault(str(obj.get("fn")), []).append(_canonical(obj))
-    tasks = {str(o.get("fn")): _canonical(o) for o in _objects(public)} if public else {}
+        cases.setdefault(str(obj.get("task") or obj.get("fn")), []).append(_canonical(obj))
+    tasks = (
+        {str(o.get("task") or o.get("fn")): _canonical(o) for o in _objects(public)}
+        if public
+        else {}
+    )
     shared = {name: _file_digest(path) for name, path in files.items()}
     if judge is not None:
         shared["judge"] = _sha256(_canonical([judge.base_url, judge.model]))
@@ -133,15 +143,16 @@ def fingerprints(
     shared["options"] = _sha256(_canonical(dict(options)))
     out = Fingerprints(shared)
     for obj in _objects(samples):
-        fn, sid = obj.get("fn"), obj.get("id")
-        if not isinstance(fn, str) or not isinstance(sid, str):
+        sid = obj.get("id")
+        tid = obj.get("task") or obj.get("fn") or sid  # as gradebox.model.task_of
+        if not isinstance(tid, str) or not isinstance(sid, str):
             continue
-        if not out.has_task(fn):  # each task's digests once, not once per sample
-            rubric = None if judge is None else _sha256(judge.rubrics.get(fn, "none"))
-            hidden_digest = _sha256("\n".join(cases.get(fn, [])))
-            out.add_task(fn, hidden_digest, _sha256(tasks.get(fn, "null")), rubric)
+        if not out.has_task(tid):  # each task's digests once, not once per sample
+            rubric = None if judge is None else _sha256(judge.rubrics.get(tid, "none"))
+            hidden_digest = _sha256("\n".join(cases.get(tid, [])))
+            out.add_task(tid, hidden_digest, _sha256(tasks.get(tid, "null")), rubric)
         line = _canonical(obj).encode("utf-8", "surrogatepass")
-        out.add_sample(sid, fn, hashlib.sha256(line).digest())
+        out.add_sample(sid, tid, hashlib.sha256(line).digest())
     return out
 
 

@@ -8,7 +8,7 @@ hidden.jsonl always stop the run: the deciding cases are never dropped.
 
 Samples are not held in memory: :func:`open_samples` checks every line of the
 file up front (in chunks, with the same checks and messages as every other
-JSON Lines input) and keeps, per good line, its id, task, byte offset and a
+JSON Lines input) and keeps, per good line, its id, task id, byte offset and a
 digest. A :class:`SampleFile` then reads each sample from disk when the run
 asks for it. A file changed after it was checked (its size, modification time
 or inode, or the bytes of a line) is refused at the next read with a
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar, overload
 
 from gradebox.errors import BadInput
-from gradebox.model import Sample, Task
+from gradebox.model import Sample, Task, task_of
 from sandbox.cases import load_hidden, load_public, read_jsonl
 from sandbox.errors import InputError
 from sandbox.types import HiddenCase, PublicTask
@@ -43,6 +43,7 @@ from sandbox.types import HiddenCase, PublicTask
 __all__ = [
     "RunInputs",
     "SampleFile",
+    "group_tasks",
     "load_inputs",
     "load_samples",
     "open_samples",
@@ -90,12 +91,14 @@ class SampleFile(Sequence[Sample]):
         identity: _Identity,
         *,
         ids: list[str],
-        fns: list[str],
+        tasks: list[str],
         lines: array[int],
         offsets: array[int],
         digests: bytes,
         index: dict[str, int] | None = None,
         copy: _PrivateCopy | None = None,
+        entries: dict[int, str] | None = None,
+        named_by: bytes = b"",
     ) -> None:
         """Wrap what :func:`open_samples` found; use that function instead."""
         self.path = path
@@ -103,7 +106,9 @@ class SampleFile(Sequence[Sample]):
         self._source = copy.path if copy is not None else path
         self._identity = identity
         self._ids = ids
-        self._fns = fns
+        self._tasks = tasks
+        self._entries = entries or {}  # position -> the fn a line names beside its task
+        self._named_by = named_by or bytes(len(ids))  # per sample: index into _FIELDS
         self._lines = lines
         self._offsets = offsets
         self._digests = digests
@@ -118,9 +123,17 @@ class SampleFile(Sequence[Sample]):
         return self._ids
 
     @property
-    def fns(self) -> Sequence[str]:
-        """Each sample's task, in input order (no line is read)."""
-        return self._fns
+    def tasks(self) -> Sequence[str]:
+        """Each sample's task id, in input order (no line is read)."""
+        return self._tasks
+
+    def entry(self, k: int) -> str | None:
+        """The entry point (``fn``) sample ``k`` names beside its ``task``, if it names one."""
+        return self._entries.get(k)
+
+    def named_by(self, k: int) -> str:
+        """The field sample ``k`` names its task with: ``task``, ``fn`` or (neither) ``id``."""
+        return _FIELDS[self._named_by[k]]
 
     def line(self, k: int) -> int:
         """The line number of sample ``k`` in the file."""
@@ -163,7 +176,9 @@ class SampleFile(Sequence[Sample]):
             self._identity,
             copy=self._copy,
             ids=[self._ids[k] for k in chosen],
-            fns=[self._fns[k] for k in chosen],
+            tasks=[self._tasks[k] for k in chosen],
+            entries={j: self._entries[k] for j, k in enumerate(chosen) if k in self._entries},
+            named_by=bytes(self._named_by[k] for k in chosen),
             lines=array("I", (self._lines[k] for k in chosen)),
             offsets=array("Q", (self._offsets[k] for k in chosen)),
             digests=b"".join(self._digests[k * d : (k + 1) * d] for k in chosen),
@@ -240,7 +255,7 @@ class RunInputs:
     """A run's validated inputs."""
 
     tasks: dict[str, Task]
-    """Tasks by ``fn``, with their hidden cases and public description."""
+    """Tasks by id, with their hidden cases and public description."""
     samples: SampleFile
     """Samples in input order, read from disk as the run reaches them."""
     problems: list[str]
@@ -310,7 +325,9 @@ def open_samples(path: Path, *, skip_bad_lines: bool = False) -> tuple[SampleFil
         path,
         identity,
         ids=found.ids,
-        fns=found.fns,
+        tasks=found.tasks,
+        entries=found.entries,
+        named_by=bytes(found.named_by),
         lines=found.lines,
         offsets=found.offsets,
         digests=bytes(found.digests),
@@ -353,7 +370,9 @@ class _Checker:
     def __init__(self, chunk: Path, schema: dict[str, Any]) -> None:
         self.chunk, self.schema = chunk, schema
         self.ids: list[str] = []
-        self.fns: list[str] = []
+        self.tasks: list[str] = []
+        self.entries: dict[int, str] = {}
+        self.named_by = bytearray()
         self.lines = array("I")
         self.offsets = array("Q")
         self.digests = bytearray()
@@ -400,25 +419,39 @@ class _Checker:
             return  # only blank lines here
         self.empty = False
         self.problems += [(meta[j - 1][0], message) for j, message in found]
-        for j, sid, fn in items:
+        for j, sid, task, fn, field in items:
             number, offset, digest = meta[j - 1]
             first = self.index.get(sid)
             if first is not None:
                 used = f"id: sample id {sid!r} is already used on line {self.lines[first]}"
                 self.problems.append((number, used))
                 continue
+            if fn is not None:
+                self.entries[len(self.ids)] = self._task_names.setdefault(fn, fn)
             self.index[sid] = len(self.ids)
             self.ids.append(sid)
-            self.fns.append(self._task_names.setdefault(fn, fn))
+            self.tasks.append(self._task_names.setdefault(task, task))
+            self.named_by.append(field)
             self.lines.append(number)
             self.offsets.append(offset)
             self.digests += digest
 
 
-def _sample(obj: dict[str, Any], line: int) -> tuple[tuple[int, str, str] | None, list[str]]:
+_FIELDS = ("task", "fn", "id")
+"""The fields a samples line may name its task with, in the order they are looked at."""
+
+
+def _sample(
+    obj: dict[str, Any], line: int
+) -> tuple[tuple[int, str, str, str | None, int] | None, list[str]]:
     if ("reply" in obj) == ("code" in obj):
         return None, ["a sample needs exactly one of 'reply' (a model answer) or 'code'"]
-    return (line, obj["id"], obj["fn"]), []
+    task = obj.get("task")
+    if task is not None and any(ord(c) < 32 or ord(c) == 127 for c in task):
+        return None, [f"task: {task[:100]!r} has a control character"]
+    field = next(i for i, name in enumerate(_FIELDS) if name in obj)
+    entry = obj.get("fn") if task is not None else None
+    return (line, obj["id"], task_of(obj), entry, field), []
 
 
 def load_inputs(
@@ -454,26 +487,78 @@ def load_inputs(
     )
     if public is not None:
         fatal += _static_problems(public, pub)
+    tasks, mixed = group_tasks(cases, pub, hidden, public)
+    fatal += mixed
     if fatal or sample_file is None:
         raise BadInput(fatal)
-    by_fn: dict[str, list[HiddenCase]] = {}
-    for c in cases:
-        by_fn.setdefault(c.fn, []).append(c)
-    tasks = {fn: Task(fn, tuple(cs), pub.get(fn)) for fn, cs in by_fn.items()}
     orphans = [
-        f"{samples}:{sample_file.line(k)}: fn: {fn!r} has no hidden cases in {hidden}"
-        for k, fn in enumerate(sample_file.fns)
-        if fn not in tasks
+        f"{samples}:{sample_file.line(k)}: {_orphan(sample_file, k, tasks, hidden)}"
+        for k, task in enumerate(sample_file.tasks)
+        if task not in tasks or sample_file.entry(k) not in (None, tasks[task].fn)
     ]
     if orphans and not skip_bad_lines:
         raise BadInput(orphans)
     kept = sample_file
     if orphans:
-        fns = sample_file.fns
-        kept = sample_file.select(lambda k: fns[k] in tasks)
+        names = sample_file.tasks
+        kept = sample_file.select(
+            lambda k: names[k] in tasks and sample_file.entry(k) in (None, tasks[names[k]].fn)
+        )
     if not kept:
         raise BadInput([*problems, *orphans, f"{samples}: no sample can be graded"])
     return RunInputs(tasks=tasks, samples=kept, problems=problems + orphans)
+
+
+def group_tasks(
+    cases: Sequence[HiddenCase],
+    public: dict[str, PublicTask],
+    hidden_path: Path | str = "hidden.jsonl",
+    public_path: Path | str | None = "public.jsonl",
+) -> tuple[dict[str, Task], list[str]]:
+    """The tasks of a run: hidden cases grouped by task id, each with its public task.
+
+    Every case of one task, and its public line, must name one entry point (``fn``).
+
+    Returns:
+        The tasks by id (in file order), and every problem as ``file:line: what is wrong``.
+    """
+    by_id: dict[str, list[HiddenCase]] = {}
+    problems: list[str] = []
+    for c in cases:
+        same = by_id.setdefault(c.task, [c])
+        if same[0] is not c:
+            same.append(c)
+        if c.fn != same[0].fn:
+            problems.append(
+                f"{hidden_path}:{c.line}: fn: task {c.task!r} calls {same[0].fn!r} on line "
+                f"{same[0].line}; every case of a task has one entry point"
+            )
+    for pid, p in public.items():
+        first = by_id.get(pid, [None])[0]
+        if first is not None and first.fn != p.fn:
+            problems.append(
+                f"{public_path}:{p.line}: fn: task {pid!r} calls {first.fn!r} in its hidden "
+                f"cases ({hidden_path}:{first.line}), not {p.fn!r}"
+            )
+    tasks = {tid: Task(tid, tuple(cs), public.get(tid), cs[0].fn) for tid, cs in by_id.items()}
+    return tasks, problems
+
+
+def _orphan(samples: SampleFile, k: int, tasks: dict[str, Task], hidden: Path) -> str:
+    """Why sample ``k``'s task cannot be graded, with what it may have meant."""
+    task, entry = samples.tasks[k], samples.entry(k)
+    known = tasks.get(task)
+    if known is not None:
+        return f"fn: {entry!r} is not the entry point of task {task!r} (it calls {known.fn!r})"
+    sharing = sorted(t.id for t in tasks.values() if t.fn == task and t.id != task)
+    hint = ""
+    if sharing:
+        listed = ", ".join(repr(t) for t in sharing[:3]) + (", ..." if len(sharing) > 3 else "")
+        hint = f" ({task!r} is the entry point of task {listed}: name it with 'task')"
+    field = samples.named_by(k)
+    if field == "id":
+        hint += " (the line names no 'task' or 'fn', so its id was taken as its task)"
+    return f"{field}: {task!r} has no hidden cases in {hidden}{hint}"
 
 
 def _static_problems(path: Path, tasks: dict[str, PublicTask]) -> list[str]:

@@ -12,7 +12,11 @@ a task with 3 samples says nothing about pass@10 (openai/human-eval#35). The
 average over tasks covers only the tasks where ``k`` is defined and says how
 many those are.
 
-A sample counts as passing when its row's ``pass`` is true (verdict ``pass``).
+Samples are grouped by the task their row names (``task``; ``fn`` in rows from
+before task ids). A sample counts as passing when its row's ``pass`` is true
+(verdict ``pass``). Rows of ``gradebox gate`` (one per prediction, ``id`` the
+instance) count the same way per instance: a prediction passes when its
+verdict is ``pass``.
 Samples whose grading failed for a reason that is not the candidate's
 (``infra_error``) are counted separately and can be left out of ``n``; samples
 with a timed-out case are counted separately too (they stay in ``n``: a timeout
@@ -35,6 +39,7 @@ __all__ = [
     "estimate_tallies",
     "format_passk",
     "format_value",
+    "is_gate_row",
     "is_infra",
     "parse_ks",
     "pass_at_k",
@@ -102,8 +107,8 @@ def is_infra(row: Mapping[str, Any]) -> bool:
 class TaskPassK:
     """pass@k of one task."""
 
-    fn: str
-    """The task."""
+    task: str
+    """The task's id."""
     n: int
     """Samples counted (infra-error samples left out when excluded)."""
     c: int
@@ -143,7 +148,7 @@ class PassKReport:
     samples: int
     """Rows read."""
     tasks: tuple[TaskPassK, ...]
-    """Per task, sorted by name."""
+    """Per task, sorted by id."""
     mean: dict[int, MeanPassK]
     """Per k."""
 
@@ -158,7 +163,7 @@ class PassKReport:
                 for k, m in self.mean.items()
             },
             "tasks": {
-                t.fn: {
+                t.task: {
                     "n": t.n,
                     "c": t.c,
                     "timeouts": t.timeouts,
@@ -174,8 +179,8 @@ class PassKReport:
 class Tally(NamedTuple):
     """What pass@k needs of one sample."""
 
-    fn: str
-    """The task."""
+    task: str
+    """The task's id."""
     passed: bool
     """The verdict is ``pass``."""
     timed_out: bool
@@ -185,8 +190,17 @@ class Tally(NamedTuple):
 
 
 def tally(row: Mapping[str, Any]) -> Tally:
-    """A results row's :class:`Tally`."""
-    return Tally(str(row["fn"]), row.get("pass") is True, bool(row.get("timeouts")), is_infra(row))
+    """A row's :class:`Tally`: a results row (by ``task`` or ``fn``) or a gate row (by ``id``)."""
+    if is_gate_row(row):
+        infra = is_infra(row) or row.get("reason") == "not_run"
+        return Tally(str(row["id"]), row.get("verdict") == "pass", False, infra)
+    task = str(row.get("task") or row["fn"])
+    return Tally(task, row.get("pass") is True, bool(row.get("timeouts")), is_infra(row))
+
+
+def is_gate_row(row: Mapping[str, Any]) -> bool:
+    """A ``gradebox gate`` row (one patch prediction), not a ``results.jsonl`` row."""
+    return "resolved" in row and "outcomes" not in row
 
 
 def estimate(
@@ -195,7 +209,8 @@ def estimate(
     """pass@k per task and averaged over tasks, from results rows.
 
     Args:
-        rows: Results rows (``fn``, ``pass``, ``timeouts``, ``infra_error``, ``reason``).
+        rows: Results rows (``task`` or ``fn``, ``pass``, ``timeouts``, ``infra_error``,
+            ``reason``) or gate rows (``id``, ``verdict``, ``reason``, ``infra_error``).
         ks: The k values (each >= 1).
         exclude_infra: Leave infra-error samples out of ``n``.
 
@@ -210,11 +225,11 @@ def estimate_tallies(
 ) -> PassKReport:
     """pass@k per task and averaged over tasks (see :func:`estimate`)."""
     ks = tuple(sorted(set(ks)))
-    counts: dict[str, list[int]] = {}  # fn -> [n, c, timeouts, infra]
+    counts: dict[str, list[int]] = {}  # task id -> [n, c, timeouts, infra]
     samples = 0
     for t in tallies:
         samples += 1
-        n_c_t_i = counts.setdefault(t.fn, [0, 0, 0, 0])
+        n_c_t_i = counts.setdefault(t.task, [0, 0, 0, 0])
         n_c_t_i[3] += t.infra
         n_c_t_i[2] += t.timed_out
         if t.infra and exclude_infra:
@@ -222,16 +237,16 @@ def estimate_tallies(
         n_c_t_i[0] += 1
         n_c_t_i[1] += t.passed
     tasks = tuple(
-        _task(fn, n, c, t, i, ks, exclude_infra) for fn, (n, c, t, i) in sorted(counts.items())
+        _task(tid, n, c, t, i, ks, exclude_infra) for tid, (n, c, t, i) in sorted(counts.items())
     )
     return PassKReport(ks, exclude_infra, samples, tasks, {k: _mean(tasks, k) for k in ks})
 
 
 def _task(
-    fn: str, n: int, c: int, timeouts: int, infra: int, ks: Sequence[int], exclude: bool
+    task: str, n: int, c: int, timeouts: int, infra: int, ks: Sequence[int], exclude: bool
 ) -> TaskPassK:
     return TaskPassK(
-        fn=fn,
+        task=task,
         n=n,
         c=c,
         timeouts=timeouts,
@@ -263,7 +278,7 @@ def format_passk(report: PassKReport, *, max_tasks: int = 200) -> str:
     grid = [["task", "n", "c", "timeouts", "infra", *(f"pass@{k}" for k in ks)]]
     for t in report.tasks[:max_tasks]:
         counts = [str(v) for v in (t.n, t.c, t.timeouts, t.infra_errors)]
-        grid.append([printable(t.fn), *counts, *(format_value(t.pass_at[k]) for k in ks)])
+        grid.append([printable(t.task), *counts, *(format_value(t.pass_at[k]) for k in ks)])
     means = [report.mean[k] for k in ks]
     grid.append(["mean over tasks", "", "", "", "", *(format_value(m.value) for m in means)])
     grid.append(["tasks covered", "", "", "", "", *(f"{m.tasks}/{m.of}" for m in means)])

@@ -56,6 +56,7 @@ from sandbox.errors import InputError
 from sandbox.types import CaseOutcome
 
 __all__ = [
+    "GATE_ROW_SCHEMA",
     "HASH_FIELD",
     "RESULTS_SCHEMA",
     "KeptRows",
@@ -65,6 +66,7 @@ __all__ = [
     "atomic_writer",
     "file_sha256",
     "read_results",
+    "read_scored_rows",
     "tool_versions",
     "write_atomic",
 ]
@@ -81,6 +83,7 @@ RESULTS_SCHEMA: dict[str, Any] = {
     "required": ["id", "fn", "pass", "verdict", "outcomes"],
     "properties": {
         "id": {"type": "string", "minLength": 1},
+        "task": {"type": "string", "minLength": 1},
         "fn": {"type": "string", "minLength": 1},
         "pass": {"type": "boolean"},
         "verdict": {"enum": ["pass", "fail", "needs_review"]},
@@ -92,6 +95,20 @@ RESULTS_SCHEMA: dict[str, Any] = {
     },
 }
 """What :func:`read_results` requires of a results row (draft 2020-12)."""
+
+GATE_ROW_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "required": ["id", "verdict", "reason", "resolved"],
+    "properties": {
+        "id": {"type": "string", "minLength": 1},
+        "verdict": {"enum": ["pass", "fail", "needs_review"]},
+        "reason": {"type": "string"},
+        "resolved": {"type": "boolean"},
+        "infra_error": {"type": ["string", "null"]},
+    },
+}
+"""What :func:`read_scored_rows` requires of a ``gradebox gate`` row."""
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:
@@ -128,6 +145,49 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     if found:
         raise BadInput([f"{path}:{n}: {m}" for n, m in sorted(found)])
     return rows
+
+
+def read_scored_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows to score (pass@k): a ``results.jsonl`` or a ``gradebox gate`` output.
+
+    A file whose first row is a gate row (``resolved``, no ``outcomes``) is read
+    as gate rows: one per prediction, several may share an instance ``id``.
+    Anything else is read strictly as :func:`read_results`.
+
+    Raises:
+        BadInput: As :func:`read_results`, each bad line as ``file:line: what is wrong``.
+    """
+    if path.is_dir():
+        path = RunDir(path).results
+    if not _first_is_gate_row(path):
+        return read_results(path)
+    try:
+        items, found = read_jsonl(path, GATE_ROW_SCHEMA, _gate_row)
+    except InputError as exc:
+        raise BadInput(exc.problems) from exc
+    if found:
+        raise BadInput([f"{path}:{n}: {m} (a gate row was expected)" for n, m in sorted(found)])
+    return items
+
+
+def _first_is_gate_row(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    first = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+                    return (
+                        isinstance(first, dict)
+                        and "resolved" in first
+                        and ("outcomes" not in first)
+                    )
+    except (OSError, ValueError):
+        return False  # read_results says what is wrong with the file
+    return False
+
+
+def _gate_row(obj: dict[str, Any], line: int) -> tuple[dict[str, Any] | None, list[str]]:
+    return obj, []
 
 
 def _result(obj: dict[str, Any], line: int) -> tuple[tuple[int, dict[str, Any]] | None, list[str]]:

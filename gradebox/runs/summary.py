@@ -40,7 +40,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     for r in rows:
         verdicts[r["verdict"]] += 1
         reasons[r["reason"]] += 1
-        c_n = per_task.setdefault(r["fn"], [0, 0])
+        c_n = per_task.setdefault(r.get("task") or r["fn"], [0, 0])
         c_n[0] += bool(r["pass"])
         c_n[1] += 1
         counts["with_timeouts"] += bool(r["timeouts"])
@@ -51,7 +51,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
             static.add(r["static"])
         if r.get("judge"):
             judge.add(r)
-    tasks = {fn: {"n": n, "c": c, "pass@1": c / n} for fn, (c, n) in sorted(per_task.items())}
+    tasks = {t: {"n": n, "c": c, "pass@1": c / n} for t, (c, n) in sorted(per_task.items())}
     return {
         "samples": verdicts.total(),
         "passed": verdicts.get("pass", 0),

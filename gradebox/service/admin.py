@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 
+from gradebox.model import task_id_problem
 from gradebox.service.auth import MAX_EXPIRY_S, ROLES, create_token
 from gradebox.service.bodies import Budget, off_loop, parse_json
 from gradebox.service.deps import Admin, body
@@ -145,12 +146,12 @@ def _scope(value: Any, problems: list[Problem]) -> frozenset[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or len(value) > _MAX_SCOPE:
-        problems.append(Problem("/tasks", f"must be a list of at most {_MAX_SCOPE} task names"))
+        problems.append(Problem("/tasks", f"must be a list of at most {_MAX_SCOPE} task ids"))
         return None
     bad = [
         i
-        for i, fn in enumerate(value)
-        if not isinstance(fn, str) or len(fn) > 200 or not fn.isidentifier() or not fn.isascii()
+        for i, task in enumerate(value)
+        if not isinstance(task, str) or task_id_problem(task) is not None
     ]
-    problems.extend(Problem(f"/tasks/{i}", "must be a task name") for i in bad[:50])
+    problems.extend(Problem(f"/tasks/{i}", "must be a task id") for i in bad[:50])
     return frozenset(value) if not bad else None

@@ -2,8 +2,9 @@
 
 Endpoints (all JSON; ``Authorization: Bearer <token>`` except the probes):
 
-- ``PUT /v1/tasks/{fn}`` (admin): register or replace a task; hidden cases are write-only.
-- ``GET /v1/tasks/{fn}`` (admin): the public part, the number of hidden cases, the revision.
+- ``PUT /v1/tasks/{task}`` (admin): register or replace a task (by its id, ``HumanEval/85``
+  included); hidden cases are write-only.
+- ``GET /v1/tasks/{task}`` (admin): the public part, the number of hidden cases, the revision.
 - ``POST /v1/grade``: grade one sample now, within a deadline; returns its row.
   The body is the sample, plus optionally ``"static": true|false`` (default: true
   when the server runs the static layers) and ``"judge": "wait"|"defer"|"off"``
@@ -55,6 +56,7 @@ import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from gradebox.model import task_of
 from gradebox.runs.diff import diff_runs
 from gradebox.runs.summary import summarize
 from gradebox.service.admin import admin_routes
@@ -195,21 +197,26 @@ def _probe_routes(app: FastAPI, state: ServiceState) -> None:
 
 
 def _task_routes(app: FastAPI, state: ServiceState) -> None:
-    @app.put("/v1/tasks/{fn}", tags=["tasks"], openapi_extra=TASK_BODY)
-    async def put_task(fn: str, request: Request, _who: Admin) -> dict[str, Any]:
-        """Register or replace a task. Hidden cases are write-only: nothing returns them."""
-        raw = await _body(request, state)
-        task = await off_loop(_checked_task, state, fn, raw, limiter=state.parsers)
-        revision = state.store.put_task(
-            fn, task.public, task.hidden, task.limits, task.disclosure, task.static
-        )
-        _log.info("task %s: revision %d (%d hidden cases)", fn, revision, len(task.hidden))
-        return {"fn": fn, "revision": revision, "cases": len(task.hidden)}
+    # ``:path``: a task id may hold a slash (``HumanEval/85``, sent as is or as %2F).
+    @app.put("/v1/tasks/{task:path}", tags=["tasks"], openapi_extra=TASK_BODY)
+    async def put_task(task: str, request: Request, _who: Admin) -> dict[str, Any]:
+        """Register or replace a task by its id. Hidden cases are write-only: nothing returns them.
 
-    @app.get("/v1/tasks/{fn}", tags=["tasks"])
-    async def get_task(fn: str, _who: Admin) -> dict[str, Any]:
+        The entry point is ``public.fn`` (default: the id, when it is a Python name).
+        """
+        raw = await _body(request, state)
+        checked = await off_loop(_checked_task, state, task, raw, limiter=state.parsers)
+        revision = state.store.put_task(
+            task, checked.public, checked.hidden, checked.limits, checked.disclosure, checked.static
+        )
+        _log.info("task %s: revision %d (%d hidden cases)", task, revision, len(checked.hidden))
+        fn = checked.public["fn"]
+        return {"task": task, "fn": fn, "revision": revision, "cases": len(checked.hidden)}
+
+    @app.get("/v1/tasks/{task:path}", tags=["tasks"])
+    async def get_task(task: str, _who: Admin) -> dict[str, Any]:
         """The public part of a task and how many hidden cases it has (never the cases)."""
-        info = state.store.task_summary(fn)
+        info = state.store.task_summary(task)
         if info is None:
             raise ApiError(404, "not found")
         return info
@@ -230,7 +237,7 @@ def _grade_routes(app: FastAPI, state: ServiceState) -> None:
         grading = _ready(state)
         raw = await _body(request, state)
         sample, layers = await off_loop(_one_sample, state, raw, who, limiter=state.parsers)
-        wanted = {sample["fn"]: 1}
+        wanted = {task_of(sample): 1}
         state.rate.take(who.token_id, wanted)
         try:
             state.slots.acquire(who.token_id)  # only now: a slow body never holds a slot
@@ -300,12 +307,12 @@ def _layers(state: ServiceState, static: Any, judge: Any, where: str) -> Layers:
     return Layers(static=static is True, judge=judge)
 
 
-def _checked_task(state: ServiceState, fn: str, raw: bytes) -> CheckedTask:
+def _checked_task(state: ServiceState, task: str, raw: bytes) -> CheckedTask:
     c = state.config
     body = parse_json(raw, Budget(c.parse_budget_s))
-    task = check_task(fn, body, max_cases=c.max_cases_per_task, server=c.limits)
-    _rubric_loads(state, task.public.get("rubric"))
-    return task
+    checked = check_task(task, body, max_cases=c.max_cases_per_task, server=c.limits)
+    _rubric_loads(state, checked.public.get("rubric"))
+    return checked
 
 
 def _rubric_loads(state: ServiceState, name: Any) -> None:
@@ -371,12 +378,17 @@ def _known_tasks(
 
     Both answer the same, so a scoped token cannot tell which tasks exist.
     """
-    known = {fn for fn in state.store.task_names({s["fn"] for s in samples}) if who.may_use(fn)}
-    problems = [
-        Problem(f"/{i}/fn" if numbered else "/fn", "no task of this name is registered")
-        for i, s in enumerate(samples)
-        if s["fn"] not in known
-    ]
+    found = state.store.task_names({task_of(s) for s in samples})
+    known = {t: fn for t, fn in found.items() if who.may_use(t)}
+    problems = []
+    for i, s in enumerate(samples):
+        where = f"/{i}/" if numbered else "/"
+        task = task_of(s)
+        if task not in known:
+            field = "task" if "task" in s else "fn"
+            problems.append(Problem(where + field, "no task of this name is registered"))
+        elif "task" in s and "fn" in s and s["fn"] != known[task]:
+            problems.append(Problem(where + "fn", "is not the entry point of this task"))
     if problems:
         raise ApiError(422, "unknown task", problems)
 
@@ -416,7 +428,7 @@ def _run_routes(app: FastAPI, state: ServiceState) -> None:
         _queue_space(state, who.token_id)  # before reading: a full queue costs no parsing
         raw = await _body(request, state)
         samples = await off_loop(_run_samples, state, raw, who, limiter=state.parsers)
-        wanted = Counter(s["fn"] for s in samples)
+        wanted = Counter(task_of(s) for s in samples)
         state.rate.take(who.token_id, wanted)
         run_id = secrets.token_hex(12)
         try:

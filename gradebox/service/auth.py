@@ -51,9 +51,9 @@ class Principal:
         """Admins may do and read everything."""
         return self.role == "admin"
 
-    def may_use(self, fn: str) -> bool:
-        """Whether this token may grade task ``fn`` (a task it may not use looks unknown)."""
-        return self.tasks is None or fn in self.tasks
+    def may_use(self, task: str) -> bool:
+        """Whether this token may grade task ``task`` (by id; one it may not use looks unknown)."""
+        return self.tasks is None or task in self.tasks
 
 
 def hash_token(token: str) -> str:

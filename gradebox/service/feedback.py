@@ -167,7 +167,7 @@ SELECT json_extract(r.row, '$.verdict'),
        f.accepted, count(*)
 FROM feedback f JOIN {table} r ON {join}
 WHERE f.created >= ? AND (? IS NULL OR f.owner = ?)
-  AND (? IS NULL OR json_extract(r.row, '$.fn') = ?)
+  AND (? IS NULL OR coalesce(json_extract(r.row, '$.task'), json_extract(r.row, '$.fn')) = ?)
 GROUP BY 1, 2, 3, 4
 """
 _ROWS = (

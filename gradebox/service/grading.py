@@ -146,7 +146,7 @@ class GradingService:
         share and cache scope (:mod:`.judging`). ``rubric`` is the rubric file
         the judge loads (a run's pinned snapshot); ``None``: the task's rubric now.
         """
-        found = self._task(sample.fn, revision)
+        found = self._task(sample.task, revision)
         if found is None:
             row = self.finish(infra_row(sample, "task is not registered"), "verdict")
             return self._counted(Outcome(row), lane)
@@ -266,25 +266,28 @@ class GradingService:
         row["disclosure"] = disclosure or "verdict"
         return row
 
-    def _task(self, fn: str, revision: int | None) -> _TaskGrader | None:
+    def _task(self, task_id: str, revision: int | None) -> _TaskGrader | None:
         if revision is None:
-            revision = self._store.task_revision(fn)
+            revision = self._store.task_revision(task_id)
             if revision is None:
                 return None
-        key = (fn, revision)
+        key = (task_id, revision)
         with self._lock:
             cached = self._graders.get(key)
             if cached is not None:
                 self._graders.move_to_end(key)
                 return cached
-        stored = self._store.task(fn, revision)
+        stored = self._store.task(task_id, revision)
         if stored is None:
             return None
-        task = build_task(fn, stored.public, stored.hidden)
+        task = build_task(task_id, stored.public, stored.hidden)
         config = GradeConfig(limits=replace(self._config.limits, **stored.limits))
         static = self.static.stage(stored.static) if self.static is not None else None
         built = _TaskGrader(
-            stored.revision, Grader(self._sandbox, {fn: task}, config), stored.disclosure, static
+            stored.revision,
+            Grader(self._sandbox, {task_id: task}, config),
+            stored.disclosure,
+            static,
         )
         with self._lock:
             self._graders[key] = built

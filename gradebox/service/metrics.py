@@ -4,7 +4,7 @@ What is counted, and under which labels:
 
 - ``gradebox_http_requests_total{method,route,status}`` and
   ``gradebox_http_request_seconds{method,route}``: ``route`` is the route's
-  template (``/v1/tasks/{fn}``), never the path a client sent; ``unmatched``
+  template (``/v1/tasks/{task:path}``), never the path a client sent; ``unmatched``
   for a path no route serves.
 - ``gradebox_grade_stage_seconds{stage,lane}``: ``front`` (extract and gate),
   ``tests`` (the hidden cases in the sandbox), ``static``, ``judge``; ``lane``

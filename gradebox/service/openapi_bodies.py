@@ -24,8 +24,12 @@ def _schema(package: str, name: str) -> dict[str, Any]:
 
 def _sample() -> dict[str, Any]:
     schema = _schema("gradebox", "samples.schema.json")
-    schema["required"] = ["fn"]
-    schema["description"] = "A samples.jsonl line; exactly one of reply or code. id is optional."
+    schema["required"] = []
+    schema["anyOf"] = [{"required": ["task"]}, {"required": ["fn"]}]
+    schema["description"] = (
+        "A samples.jsonl line; exactly one of reply or code. id is optional. The task is "
+        "named by its id (task), or by fn (a task whose id is its entry point)."
+    )
     return schema
 
 
@@ -89,12 +93,16 @@ def _task() -> dict[str, Any]:
         "additionalProperties": False,
         "required": ["hidden"],
         "properties": {
-            "public": public | {"description": "A public.jsonl line; fn defaults to the path's."},
+            "public": public
+            | {
+                "description": "A public.jsonl line. fn is the entry point; it defaults to the "
+                "task id in the path when that is a Python name (and is required otherwise)."
+            },
             "hidden": {
                 "type": "array",
                 "minItems": 1,
                 "items": hidden,
-                "description": "hidden.jsonl lines (fn defaults to the path's). Write-only.",
+                "description": "hidden.jsonl lines (fn defaults to public.fn). Write-only.",
             },
             "disclosure": {
                 "enum": ["cases", "counts", "verdict"],
@@ -128,7 +136,7 @@ def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 TASK_BODY = _body({"application/json": _task()})
-"""``PUT /v1/tasks/{fn}``."""
+"""``PUT /v1/tasks/{task}``."""
 GRADE_BODY = _body({"application/json": _grade()})
 """``POST /v1/grade``."""
 RUN_BODY = _body(

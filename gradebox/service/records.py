@@ -76,10 +76,10 @@ def iso_time(when: float) -> str:
 class StoredTask:
     """A task as stored; ``hidden`` is for the grader only."""
 
-    fn: str
-    """The task name."""
+    task: str
+    """The task's id."""
     public: dict[str, Any]
-    """The public description (a ``public.jsonl`` line)."""
+    """The public description (a ``public.jsonl`` line; its ``fn`` is the entry point)."""
     hidden: list[dict[str, Any]]
     """The hidden cases (``hidden.jsonl`` lines): write-only, never served."""
     limits: dict[str, Any]

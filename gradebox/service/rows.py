@@ -54,7 +54,8 @@ def cap_row(row: dict[str, Any], max_bytes: int) -> dict[str, Any]:
             row["truncated"] = True
             if _size(row) <= max_bytes:
                 return row
-    return {k: row.get(k) for k in ("id", "fn", "pass", "verdict", "reason")} | {"truncated": True}
+    kept = ("id", "task", "fn", "pass", "verdict", "reason")
+    return {k: row.get(k) for k in kept if k in row} | {"truncated": True}
 
 
 def shown(row: dict[str, Any], *, admin: bool) -> dict[str, Any]:

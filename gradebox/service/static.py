@@ -28,7 +28,7 @@ cache scope (:attr:`static.batch.Candidate.scope`): mypy's cache never answers
 one token from an entry another token's sample made, so a check's speed tells
 nobody whether another tenant submitted the same code.
 
-Per-task settings (:class:`TaskStatic`, ``"static"`` in ``PUT /v1/tasks/{fn}``)
+Per-task settings (:class:`TaskStatic`, ``"static"`` in ``PUT /v1/tasks/{task}``)
 replace the server's policy and lockfile for that task, and name the rule ids
 the task legitimately needs (``allow_rules``: a task that asks for an MD5
 digest allows bandit's ``B324``). An allowed rule's findings stay on the row;

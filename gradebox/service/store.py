@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from gradebox.model import task_of
 from gradebox.service import storesql
 from gradebox.service.records import (
     QuotaExceeded,
@@ -73,12 +74,28 @@ class Store:
         self._read_lock = threading.Lock()
 
     def _migrate(self) -> None:
-        """Add the columns older databases lack (``storesql.MIGRATIONS``), with their defaults."""
-        for table, column, sql in storesql.MIGRATIONS:
-            columns = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            if column not in columns:
-                self._db.execute(sql)
-        self._db.execute(storesql.BACKFILL_REVISIONS)
+        """Bring an older database to this schema, in one transaction; every row stays.
+
+        Adds the columns it lacks (``storesql.MIGRATIONS``), with their defaults, and
+        renames the task columns of databases from before task ids (``storesql.RENAMES``).
+        """
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for table, column, sql in storesql.MIGRATIONS:
+                if column not in self._columns(table):
+                    self._db.execute(sql)
+            for table, old, new in storesql.RENAMES:
+                columns = self._columns(table)
+                if old in columns and new not in columns:
+                    self._db.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+            self._db.execute(storesql.BACKFILL_REVISIONS)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         """Close the connection."""
@@ -196,7 +213,7 @@ class Store:
 
     def put_task(
         self,
-        fn: str,
+        task: str,
         public: dict[str, Any],
         hidden: list[dict[str, Any]],
         limits: dict[str, Any],
@@ -220,40 +237,44 @@ class Store:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                old = self._db.execute("SELECT revision FROM tasks WHERE fn = ?", (fn,)).fetchone()
+                old = self._db.execute(
+                    "SELECT revision FROM tasks WHERE task = ?", (task,)
+                ).fetchone()
                 revision = 1 if old is None else old[0] + 1
                 self._db.execute(
                     "INSERT OR REPLACE INTO tasks "
-                    "(fn, public, hidden, limits, disclosure, static, updated, revision) "
+                    "(task, public, hidden, limits, disclosure, static, updated, revision) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (fn, *values, revision),
+                    (task, *values, revision),
                 )
                 self._db.execute(
                     "INSERT OR REPLACE INTO task_revisions "
-                    "(fn, public, hidden, limits, disclosure, static, updated, revision) "
+                    "(task, public, hidden, limits, disclosure, static, updated, revision) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (fn, *values, revision),
+                    (task, *values, revision),
                 )
-                self._db.execute(storesql.PRUNE_REVISIONS, (fn, revision, fn, *storesql.UNFINISHED))
+                self._db.execute(
+                    storesql.PRUNE_REVISIONS, (task, revision, task, *storesql.UNFINISHED)
+                )
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
         return revision
 
-    def task(self, fn: str, revision: int | None = None) -> StoredTask | None:
-        """Task ``fn`` at ``revision`` (default: the current one), hidden cases included.
+    def task(self, task: str, revision: int | None = None) -> StoredTask | None:
+        """Task ``task`` (an id) at ``revision`` (default: the current one), with its cases.
 
         For the grader only. ``None`` when the task, or that revision of it, is gone.
         """
         if revision is None:
-            revision = self.task_revision(fn)
+            revision = self.task_revision(task)
             if revision is None:
                 return None
         row = self._one(
-            "SELECT fn, public, hidden, limits, revision, updated, disclosure, static "
-            "FROM task_revisions WHERE fn = ? AND revision = ?",
-            (fn, revision),
+            "SELECT task, public, hidden, limits, revision, updated, disclosure, static "
+            "FROM task_revisions WHERE task = ? AND revision = ?",
+            (task, revision),
         )
         if row is None:
             return None
@@ -268,27 +289,31 @@ class Store:
             json.loads(row[7]),
         )
 
-    def run_revision(self, run_id: str, fn: str) -> int | None:
-        """The revision of task ``fn`` that run ``run_id`` grades against.
+    def run_revision(self, run_id: str, task: str) -> int | None:
+        """The revision of task ``task`` that run ``run_id`` grades against.
 
         ``None`` for a run from before revisions were pinned: it grades against the
         current one.
         """
-        row = self._one("SELECT revision FROM run_tasks WHERE run_id = ? AND fn = ?", (run_id, fn))
+        row = self._one(
+            "SELECT revision FROM run_tasks WHERE run_id = ? AND task = ?", (run_id, task)
+        )
         return None if row is None else int(row[0])
 
-    def task_summary(self, fn: str) -> dict[str, Any] | None:
+    def task_summary(self, task: str) -> dict[str, Any] | None:
         """A task's public part, limits, revision and number of cases (never the cases)."""
         row = self._one(
-            "SELECT fn, public, json_array_length(hidden), limits, revision, updated, disclosure, "
-            "static FROM tasks WHERE fn = ?",
-            (fn,),
+            "SELECT task, public, json_array_length(hidden), limits, revision, updated, "
+            "disclosure, static FROM tasks WHERE task = ?",
+            (task,),
         )
         if row is None:
             return None
+        public = json.loads(row[1])
         return {
-            "fn": row[0],
-            "public": json.loads(row[1]),
+            "task": row[0],
+            "fn": public.get("fn", row[0]),
+            "public": public,
             "cases": row[2],
             "limits": json.loads(row[3]),
             "revision": row[4],
@@ -297,20 +322,23 @@ class Store:
             "static": json.loads(row[7]),
         }
 
-    def task_revision(self, fn: str) -> int | None:
+    def task_revision(self, task: str) -> int | None:
         """The current revision of a task, or ``None`` when it is not registered."""
-        row = self._one("SELECT revision FROM tasks WHERE fn = ?", (fn,))
+        row = self._one("SELECT revision FROM tasks WHERE task = ?", (task,))
         return None if row is None else int(row[0])
 
-    def task_names(self, fns: set[str]) -> set[str]:
-        """Which of ``fns`` are registered."""
-        found: set[str] = set()
-        names = sorted(fns)
+    def task_names(self, tasks: set[str]) -> dict[str, str]:
+        """Which of ``tasks`` (ids) are registered, with the entry point of each."""
+        found: dict[str, str] = {}
+        names = sorted(tasks)
         for start in range(0, len(names), 500):  # SQLite caps bound parameters
             part = names[start : start + 500]
             marks = ",".join("?" * len(part))
-            rows = self._all(f"SELECT fn FROM tasks WHERE fn IN ({marks})", tuple(part))  # noqa: S608
-            found.update(r[0] for r in rows)
+            sql = (
+                "SELECT task, coalesce(json_extract(public, '$.fn'), task) FROM tasks "  # noqa: S608
+                f"WHERE task IN ({marks})"
+            )
+            found.update((r[0], str(r[1])) for r in self._all(sql, tuple(part)))
         return found
 
     # -------------------------------------------------------------------- runs
@@ -358,9 +386,9 @@ class Store:
                 # Pin the run to the revisions of its tasks now (replacing one later
                 # does not change the cases this run is graded against).
                 self._db.executemany(
-                    "INSERT INTO run_tasks (run_id, fn, revision) "
-                    "SELECT ?, fn, revision FROM tasks WHERE fn = ?",
-                    ((run_id, fn) for fn in sorted({str(s["fn"]) for s in samples})),
+                    "INSERT INTO run_tasks (run_id, task, revision) "
+                    "SELECT ?, task, revision FROM tasks WHERE task = ?",
+                    ((run_id, t) for t in sorted({task_of(s) for s in samples})),
                 )
                 if pin_rubric is not None:
                     self._pin_rubrics(run_id, pin_rubric)
@@ -372,13 +400,13 @@ class Store:
     def _pin_rubrics(self, run_id: str, pin_rubric: Callable[[str], RubricPin]) -> None:
         """Pin a run's rubrics (in :meth:`add_run`'s transaction); drop unneeded snapshots."""
         tasks = self._db.execute(
-            "SELECT run_tasks.fn, task_revisions.public FROM run_tasks JOIN task_revisions "
-            "ON task_revisions.fn = run_tasks.fn AND task_revisions.revision = run_tasks.revision "
-            "WHERE run_tasks.run_id = ?",
+            "SELECT run_tasks.task, task_revisions.public FROM run_tasks JOIN task_revisions "
+            "ON task_revisions.task = run_tasks.task "
+            "AND task_revisions.revision = run_tasks.revision WHERE run_tasks.run_id = ?",
             (run_id,),
         ).fetchall()
         pins: dict[str, RubricPin] = {}
-        for fn, public in tasks:
+        for task, public in tasks:
             name = str(json.loads(public).get("rubric") or "default")
             if name not in pins:
                 pins[name] = pin_rubric(name)
@@ -389,21 +417,21 @@ class Store:
                     (pin.digest, _dump(pin.texts)),
                 )
             self._db.execute(
-                "INSERT INTO run_rubrics (run_id, fn, rubric, revision, digest) "
+                "INSERT INTO run_rubrics (run_id, task, rubric, revision, digest) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (run_id, fn, pin.name, pin.revision, pin.digest),
+                (run_id, task, pin.name, pin.revision, pin.digest),
             )
         self._db.execute(storesql.PRUNE_SNAPSHOTS, storesql.UNFINISHED)
 
-    def run_rubric(self, run_id: str, fn: str) -> RubricPin | None:
-        """The rubric run ``run_id`` judges task ``fn`` with (without its texts).
+    def run_rubric(self, run_id: str, task: str) -> RubricPin | None:
+        """The rubric run ``run_id`` judges task ``task`` with (without its texts).
 
         ``None`` for a run submitted with the judge off, or from before rubrics were
         pinned: it is judged with the task's rubric as it is now.
         """
         row = self._one(
-            "SELECT rubric, revision, digest FROM run_rubrics WHERE run_id = ? AND fn = ?",
-            (run_id, fn),
+            "SELECT rubric, revision, digest FROM run_rubrics WHERE run_id = ? AND task = ?",
+            (run_id, task),
         )
         return None if row is None else RubricPin(str(row[0]), int(row[1]), row[2])
 

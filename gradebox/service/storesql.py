@@ -12,6 +12,7 @@ __all__ = [
     "PENDING",
     "PRUNE_REVISIONS",
     "PRUNE_SNAPSHOTS",
+    "RENAMES",
     "SCHEMA",
     "UNFINISHED",
 ]
@@ -26,7 +27,7 @@ CREATE TABLE IF NOT EXISTS tokens (
     tasks TEXT
 );
 CREATE TABLE IF NOT EXISTS tasks (
-    fn TEXT PRIMARY KEY,
+    task TEXT PRIMARY KEY,
     public TEXT NOT NULL,
     hidden TEXT NOT NULL,
     limits TEXT NOT NULL,
@@ -60,7 +61,7 @@ CREATE TABLE IF NOT EXISTS grades (
 );
 CREATE INDEX IF NOT EXISTS runs_by_owner ON runs (status, owner, created);
 CREATE TABLE IF NOT EXISTS task_revisions (
-    fn TEXT NOT NULL,
+    task TEXT NOT NULL,
     revision INTEGER NOT NULL,
     public TEXT NOT NULL,
     hidden TEXT NOT NULL,
@@ -68,13 +69,13 @@ CREATE TABLE IF NOT EXISTS task_revisions (
     disclosure TEXT NOT NULL,
     static TEXT NOT NULL,
     updated REAL NOT NULL,
-    PRIMARY KEY (fn, revision)
+    PRIMARY KEY (task, revision)
 );
 CREATE TABLE IF NOT EXISTS run_tasks (
     run_id TEXT NOT NULL REFERENCES runs (id),
-    fn TEXT NOT NULL,
+    task TEXT NOT NULL,
     revision INTEGER NOT NULL,
-    PRIMARY KEY (run_id, fn)
+    PRIMARY KEY (run_id, task)
 );
 CREATE TABLE IF NOT EXISTS rubrics (
     name TEXT PRIMARY KEY,
@@ -100,11 +101,11 @@ CREATE TABLE IF NOT EXISTS rubric_snapshots (
 );
 CREATE TABLE IF NOT EXISTS run_rubrics (
     run_id TEXT NOT NULL REFERENCES runs (id),
-    fn TEXT NOT NULL,
+    task TEXT NOT NULL,
     rubric TEXT NOT NULL,
     revision INTEGER NOT NULL,
     digest TEXT,
-    PRIMARY KEY (run_id, fn)
+    PRIMARY KEY (run_id, task)
 );
 """
 
@@ -125,16 +126,25 @@ MIGRATIONS = (
     # From before runs said why they were cancelled: no reason.
     ("runs", "reason", "ALTER TABLE runs ADD COLUMN reason TEXT"),
 )
+RENAMES = (
+    # From before task ids: the tables keyed tasks by their function name, which was
+    # the task's id; the column is renamed, every value stays (a task's entry point
+    # is its public line's ``fn``, stored with it all along).
+    ("tasks", "fn", "task"),
+    ("task_revisions", "fn", "task"),
+    ("run_tasks", "fn", "task"),
+    ("run_rubrics", "fn", "task"),
+)
 BACKFILL_REVISIONS = (
     # From before revisions were kept: each task's current revision is its first kept one.
     "INSERT OR IGNORE INTO task_revisions "
-    "(fn, revision, public, hidden, limits, disclosure, static, updated) "
-    "SELECT fn, revision, public, hidden, limits, disclosure, static, updated FROM tasks"
+    "(task, revision, public, hidden, limits, disclosure, static, updated) "
+    "SELECT task, revision, public, hidden, limits, disclosure, static, updated FROM tasks"
 )
 PRUNE_REVISIONS = (
-    "DELETE FROM task_revisions WHERE fn = ? AND revision <> ? AND revision NOT IN "
+    "DELETE FROM task_revisions WHERE task = ? AND revision <> ? AND revision NOT IN "
     "(SELECT run_tasks.revision FROM run_tasks JOIN runs ON runs.id = run_tasks.run_id "
-    "WHERE run_tasks.fn = ? AND runs.status IN (?, ?))"
+    "WHERE run_tasks.task = ? AND runs.status IN (?, ?))"
 )
 PRUNE_SNAPSHOTS = (
     "DELETE FROM rubric_snapshots WHERE digest NOT IN "

@@ -2,10 +2,15 @@
 
 A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...},
 "disclosure": "cases" | "counts" | "verdict", "static": {...}}``:
-``public`` is a ``public.jsonl`` line and each case a ``hidden.jsonl`` line,
-with ``fn`` taken from the path when left out. Samples are ``samples.jsonl``
-lines (``id`` optional). Every problem comes back with a JSON pointer and a
-message that never repeats a value from the body (see :mod:`.problems`).
+``public`` is a ``public.jsonl`` line and each case a ``hidden.jsonl`` line.
+The path names the task's id (any text without control characters, at most
+200 characters: ``HumanEval/85``); ``task`` in the body, when given, must be
+the same. The entry point is ``public.fn``, which defaults to the id when the
+id is a Python identifier (tasks from before task ids), and each case's ``fn``
+defaults to it. Samples are ``samples.jsonl`` lines (``id`` optional) and name
+their task by ``task`` (or, as before, by ``fn``). Every problem comes back with
+a JSON pointer and a message that never repeats a value from the body (see
+:mod:`.problems`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from gradebox.model import Sample, Task
+from gradebox.model import Sample, Task, task_id_problem
 from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.static import check_task_static
@@ -50,7 +55,9 @@ def _schema(package: str, name: str) -> dict[str, Any]:
 
 def _sample_schema() -> dict[str, Any]:
     schema = _schema("gradebox", "samples.schema.json")
-    schema["required"] = ["fn"]  # the service numbers samples without an id
+    schema["required"] = []  # the service numbers samples without an id
+    schema["anyOf"] = [{"required": ["task"]}, {"required": ["fn"]}]
+    schema["x-message"] = "name the task with 'task' (or, as before, 'fn')"
     return schema
 
 
@@ -65,7 +72,7 @@ class CheckedTask:
     """A valid task body, normalised for storage."""
 
     public: dict[str, Any]
-    """The public line, ``fn`` filled in."""
+    """The public line, ``fn`` (the entry point) filled in."""
     hidden: list[dict[str, Any]]
     """The hidden lines, ``fn`` filled in."""
     limits: dict[str, Any]
@@ -123,23 +130,26 @@ def _safe_message(error: ValidationError) -> str:
     return f"fails the schema's {kind!r} check"
 
 
-def _fn_in_path(fn: str) -> None:
-    if len(fn) > 200 or not fn.isidentifier() or not fn.isascii() or keyword.iskeyword(fn):
-        raise ApiError(
-            422, "bad task name", [Problem("fn", "must be an ASCII Python identifier", "path")]
-        )
+def _is_identifier(name: str) -> bool:
+    return name.isidentifier() and name.isascii() and not keyword.iskeyword(name)
+
+
+def _task_in_path(task: str) -> None:
+    why = task_id_problem(task)
+    if why is not None:
+        raise ApiError(422, "bad task id", [Problem("task", why, "path")])
 
 
 # ----------------------------------------------------------------------- tasks
 
 
-def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> CheckedTask:
-    """Check a ``PUT /v1/tasks/{fn}`` body.
+def check_task(task: str, body: Any, *, max_cases: int, server: Limits) -> CheckedTask:
+    """Check a ``PUT /v1/tasks/{task}`` body.
 
     Raises:
         ApiError: 422 with every problem found, or 413 with too many cases.
     """
-    _fn_in_path(fn)
+    _task_in_path(task)
     if not isinstance(body, dict):
         raise ApiError(422, "invalid task", [Problem("", "must be an object")])
     problems = [
@@ -154,8 +164,9 @@ def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> Checked
     if len(hidden) > max_cases:
         raise ApiError(413, f"too many hidden cases: at most {max_cases} per task")
     public = body.get("public", {})
-    checked_public = _check_public(fn, public, problems)
-    checked_hidden = [_check_case(fn, case, i, problems) for i, case in enumerate(hidden)]
+    checked_public = _check_public(task, public, problems)
+    fn = checked_public.get("fn")
+    checked_hidden = [_check_case(task, fn, case, i, problems) for i, case in enumerate(hidden)]
     limits = _check_limits(body.get("limits", {}), server, problems)
     disclosure = body.get("disclosure", DEFAULT_DISCLOSURE)
     if disclosure not in DISCLOSURES:
@@ -166,13 +177,20 @@ def check_task(fn: str, body: Any, *, max_cases: int, server: Limits) -> Checked
     return CheckedTask(checked_public, checked_hidden, limits, disclosure, static)
 
 
-def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, Any]:
+def _check_public(task: str, public: Any, problems: list[Problem]) -> dict[str, Any]:
     if not isinstance(public, dict):
         problems.append(Problem("/public", "must be an object"))
         return {}
-    if "fn" in public and public["fn"] != fn:
-        problems.append(Problem("/public/fn", "must equal the task name in the path"))
-    obj = {**public, "fn": fn}
+    if "task" in public and public["task"] != task:
+        problems.append(Problem("/public/task", "must equal the task id in the path"))
+    if "fn" not in public and not _is_identifier(task):
+        problems.append(
+            Problem("/public/fn", "the entry point is required: the task id is not a Python name")
+        )
+        return {}
+    obj = {"fn": task, **public}
+    if task != obj["fn"]:
+        obj["task"] = task
     found = _schema_problems(_PUBLIC, obj, "/public")
     if "static" in public:  # public.jsonl carries it for the CLI; a task body has its own
         found.append(Problem("/public/static", "give a task's static settings as /static"))
@@ -183,14 +201,22 @@ def _check_public(fn: str, public: Any, problems: list[Problem]) -> dict[str, An
     return obj
 
 
-def _check_case(fn: str, case: Any, index: int, problems: list[Problem]) -> dict[str, Any]:
+def _check_case(
+    task: str, fn: str | None, case: Any, index: int, problems: list[Problem]
+) -> dict[str, Any]:
     prefix = f"/hidden/{index}"
     if not isinstance(case, dict):
         problems.append(Problem(prefix, "must be an object"))
         return {}
+    if "task" in case and case["task"] != task:
+        problems.append(Problem(prefix + "/task", "must equal the task id in the path"))
+    if fn is None:  # no entry point: /public/fn says why
+        return {}
     if "fn" in case and case["fn"] != fn:
-        problems.append(Problem(prefix + "/fn", "must equal the task name in the path"))
+        problems.append(Problem(prefix + "/fn", "must equal the task's entry point (public.fn)"))
     obj = {**case, "fn": fn}
+    if task != fn:
+        obj["task"] = task
     found = _schema_problems(_HIDDEN, obj, prefix)
     if not found:
         try:
@@ -290,16 +316,21 @@ def _check_limits(limits: Any, server: Limits, problems: list[Problem]) -> dict[
     return out
 
 
-def build_task(fn: str, public: dict[str, Any], hidden: list[dict[str, Any]]) -> Task:
-    """Rebuild a stored (already checked) task for the grader."""
+def build_task(task: str, public: dict[str, Any], hidden: list[dict[str, Any]]) -> Task:
+    """Rebuild a stored (already checked) task for the grader.
+
+    The entry point is ``public.fn``; a task stored before task ids has it too
+    (its id). Every case and the public task carry the id, whatever was stored.
+    """
     cases: list[HiddenCase] = []
     for i, obj in enumerate(hidden):
-        case, _ = parse_hidden_case(obj, i + 1)
+        case, _ = parse_hidden_case({**obj, "task": task}, i + 1)
         if case is None:  # pragma: no cover - stored tasks were checked on the way in
-            raise ValueError(f"stored task {fn!r}: case {i} no longer loads")
+            raise ValueError(f"stored task {task!r}: case {i} no longer loads")
         cases.append(case)
-    pub, _ = parse_public_task(public, 0)
-    return Task(fn, tuple(cases), pub)
+    fn = str(public.get("fn") or (cases[0].fn if cases else task))
+    pub, _ = parse_public_task({**public, "fn": fn, "task": task}, 0)
+    return Task(task, tuple(cases), pub, fn)
 
 
 # --------------------------------------------------------------------- samples

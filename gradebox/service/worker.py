@@ -176,8 +176,8 @@ class RunWorker:
     ) -> None:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))
-        revision = self._store.run_revision(run_id, sample.fn)  # pinned when submitted
-        pin = self._store.run_rubric(run_id, sample.fn) if layers.judge != "off" else None
+        revision = self._store.run_revision(run_id, sample.task)  # pinned when submitted
+        pin = self._store.run_rubric(run_id, sample.task) if layers.judge != "off" else None
         pinned: dict[str, Any] = {} if pin is None else {"rubric_revision": pin.revision}
         try:
             rubric = None if pin is None or self._rubrics is None else self._rubrics.pinned(pin)

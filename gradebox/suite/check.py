@@ -101,10 +101,10 @@ def check_suite(
     """Check every task's hidden suite; see the module docstring.
 
     Args:
-        tasks: Tasks by ``fn`` with their hidden cases (``Task.public`` is used
+        tasks: Tasks by id with their hidden cases (``Task.public`` is used
             when ``public`` has no entry for the task).
-        public: Public descriptions by ``fn`` (signatures, examples, specs).
-        references: Reference solutions by ``fn``; a task without one gets SC001.
+        public: Public descriptions by task id (signatures, examples, specs).
+        references: Reference solutions by task id; a task without one gets SC001.
         sandbox: An open sandbox; every piece of code runs there.
         runs: How many times the reference runs through each suite.
         workers: Sandbox runs in flight at once.
@@ -152,17 +152,17 @@ def check_suite(
 def _run_references(
     tasks: Mapping[str, Task], references: Mapping[str, Reference], sandbox: Sandbox, o: _Options
 ) -> dict[str, list[RunResult]]:
-    jobs = [
-        Job(references[fn].code, fn, task.cases)
-        for fn, task in tasks.items()
-        if fn in references
+    keyed = [
+        (tid, Job(references[tid].code, task.fn, task.cases))
+        for tid, task in tasks.items()
+        if tid in references
         for _ in range(o.runs)
     ]
-    results = run_jobs(sandbox, jobs, workers=o.workers)
-    by_fn: dict[str, list[RunResult]] = {}
-    for job, result in zip(jobs, results, strict=True):
-        by_fn.setdefault(job.fn, []).append(result)
-    return by_fn
+    results = run_jobs(sandbox, [job for _, job in keyed], workers=o.workers)
+    by_task: dict[str, list[RunResult]] = {}  # by task id (tasks may share an entry point)
+    for (tid, _), result in zip(keyed, results, strict=True):
+        by_task.setdefault(tid, []).append(result)
+    return by_task
 
 
 def _reference_check(cases: Sequence[HiddenCase], results: Sequence[RunResult]) -> ReferenceCheck:
@@ -270,7 +270,7 @@ def _report(plan: _Plan, it: Iterator[RunResult], o: _Options) -> TaskReport:
     leaks = tuple(find_leaks(plan.task.fn, cases, plan.public))
     findings = _findings(plan, tuple(stub_results), mutation, leaks, o)
     return TaskReport(
-        fn=plan.task.fn,
+        fn=plan.task.id,
         cases=len(cases),
         reference=plan.check,
         stubs=tuple(stub_results),
@@ -311,7 +311,7 @@ def _findings(
     leaks: tuple[Leak, ...],
     o: _Options,
 ) -> tuple[Finding, ...]:
-    fn = plan.task.fn
+    fn = plan.task.id  # findings name the task by its id
     found: list[Finding] = []
     if plan.reference is None:
         found.append(

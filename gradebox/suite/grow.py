@@ -35,7 +35,7 @@ def freeze_cases(
     """
     known: dict[str, list[HiddenCase]] = {}
     for case in existing:
-        known.setdefault(case.fn, []).append(case)
+        known.setdefault(case.task, []).append(case)
     lines = []
     for fn, cases in generated.items():
         for case in cases:
@@ -55,14 +55,16 @@ def extend_tasks(
     a task that has no fixed cases are ignored (there is no task to grade).
     """
     return {
-        fn: replace(task, cases=task.cases + tuple(generated.get(fn, ())))
-        for fn, task in tasks.items()
+        tid: replace(task, cases=task.cases + tuple(generated.get(tid, ())))
+        for tid, task in tasks.items()
     }
 
 
 def case_to_json(case: HiddenCase) -> dict[str, Any]:
     """One hidden case as a ``hidden.jsonl`` object (tagged JSON values)."""
     obj: dict[str, Any] = {"fn": case.fn, "args": [to_wire(a) for a in case.args]}
+    if case.task != case.fn:
+        obj = {"task": case.task, **obj}
     if case.kwargs:
         obj["kwargs"] = {k: to_wire(v) for k, v in case.kwargs.items()}
     if case.error is not None:

@@ -100,8 +100,8 @@ def plan_limits(
     """Measure each reference in the sandbox and derive every case's limit.
 
     Args:
-        tasks: Tasks by ``fn``.
-        references: References by ``fn``; tasks without one get the default.
+        tasks: Tasks by id.
+        references: References by task id; tasks without one get the default.
         sandbox: An open sandbox (references run there, never in this process).
         floor_s: Smallest limit given to a case.
         factor: Limit = ``factor`` x the reference's longest time on the case.
@@ -161,15 +161,16 @@ def _measure(
 ) -> dict[str, list[float | None]]:
     # Every case runs even after a timeout: one slow case must not hide the rest.
     limits = replace(base, max_timeouts=0)
-    jobs = [
-        Job(references[fn].code, fn, task.cases, limits)
-        for fn, task in tasks.items()
-        if fn in references
+    keyed = [
+        (tid, Job(references[tid].code, task.fn, task.cases, limits))
+        for tid, task in tasks.items()
+        if tid in references
         for _ in range(repeats)
     ]
-    out: dict[str, list[float | None]] = {}
-    for job, run in zip(jobs, run_jobs(sandbox, jobs, workers=workers), strict=True):
-        times = out.setdefault(job.fn, [None] * len(job.cases))
+    jobs = [job for _, job in keyed]
+    out: dict[str, list[float | None]] = {}  # by task id (tasks may share an entry point)
+    for (tid, job), run in zip(keyed, run_jobs(sandbox, jobs, workers=workers), strict=True):
+        times = out.setdefault(tid, [None] * len(job.cases))
         if run.infra_error:
             continue
         for i, obs in enumerate(run.observations):

@@ -1,7 +1,8 @@
 """Reference solutions: one per task, from a JSON Lines file or a Python file.
 
 ``reference.jsonl`` holds one ``{"fn": ..., "code": ...}`` object a line
-(optionally ``equivalent_mutants``: ids of mutants a person judged equivalent).
+(optionally ``task``: the task's id when it is not ``fn``, and
+``equivalent_mutants``: ids of mutants a person judged equivalent).
 A ``.py`` file is the reference of every task whose function it defines at top
 level. Either way the code must parse and define ``fn``; every problem is
 reported as ``file:line: what is wrong``. The code is only parsed here, never
@@ -30,13 +31,20 @@ class Reference:
     """A trusted solution of one task."""
 
     fn: str
-    """The task (function) name."""
+    """The entry point (the function ``code`` defines)."""
     code: str
     """Python source that defines ``fn`` at top level."""
     equivalent_mutants: tuple[str, ...] = ()
     """Mutant ids a person judged equivalent; left out of the mutation score."""
     line: int = 0
     """Line in the source file, for messages (1 for a ``.py`` file)."""
+    task: str = ""
+    """The id of the task it solves; left empty, it is ``fn``."""
+
+    def __post_init__(self) -> None:
+        """Fill in the task id of a reference that names none: its entry point."""
+        if not self.task:
+            object.__setattr__(self, "task", self.fn)
 
 
 def load_references(path: Path) -> dict[str, Reference]:
@@ -46,7 +54,7 @@ def load_references(path: Path) -> dict[str, Reference]:
         path: The file; a ``.py`` suffix means Python source, anything else JSON Lines.
 
     Returns:
-        References by ``fn``, in file order.
+        References by task id (a ``.py`` file's: by function name), in file order.
 
     Raises:
         BadInput: Every problem, as ``file:line: what is wrong``.
@@ -98,9 +106,11 @@ def _load_jsonl(path: Path) -> dict[str, Reference]:
         raise BadInput(exc.problems) from exc
     refs: dict[str, Reference] = {}
     for ref in items:
-        first = refs.setdefault(ref.fn, ref)
+        first = refs.setdefault(ref.task, ref)
         if first is not ref:
-            found.append((ref.line, f"fn: {ref.fn!r} already has a reference on line {first.line}"))
+            what = "task" if ref.task != ref.fn else "fn"
+            message = f"{what}: {ref.task!r} already has a reference on line {first.line}"
+            found.append((ref.line, message))
     problems = [f"{path}:{n}: {m}" for n, m in sorted(found)]
     if problems:
         raise BadInput(problems)
@@ -111,6 +121,8 @@ def _load_jsonl(path: Path) -> dict[str, Reference]:
 
 def _reference(obj: dict[str, Any], line: int) -> tuple[Reference | None, list[str]]:
     fn, code = obj["fn"], obj["code"]
+    if any(ord(c) < 32 or ord(c) == 127 for c in obj.get("task", "")):
+        return None, [f"task: {obj['task'][:100]!r} has a control character"]
     try:
         names = top_level_functions(code)
     except SyntaxError as exc:
@@ -119,4 +131,5 @@ def _reference(obj: dict[str, Any], line: int) -> tuple[Reference | None, list[s
         return None, [f"code: cannot be parsed ({exc})"]
     if fn not in names:
         return None, [f"code: defines no top-level function named {fn!r}"]
-    return Reference(fn, code, tuple(obj.get("equivalent_mutants", [])), line), []
+    mutants = tuple(obj.get("equivalent_mutants", []))
+    return Reference(fn, code, mutants, line, obj.get("task", "")), []

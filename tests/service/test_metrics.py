@@ -80,7 +80,7 @@ async def test_metrics_count_routes_stages_lanes_and_verdicts_without_secrets(
         text = (await svc.client.get("/metrics", headers=svc.admin)).text
     found = samples(text)
     req = "gradebox_http_requests_total"
-    assert value(found, req, method="PUT", route="/v1/tasks/{fn}", status="200") == 1
+    assert value(found, req, method="PUT", route="/v1/tasks/{task:path}", status="200") == 1
     assert value(found, req, method="POST", route="/v1/grade", status="200") == 2
     assert value(found, req, method="POST", route="/v1/runs", status="202") == 1
     assert value(found, req, method="GET", route="/v1/runs/{run_id}", status="404") == 1

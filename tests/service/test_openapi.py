@@ -27,7 +27,7 @@ def test_openapi_lists_every_endpoint():
         "/healthz",
         "/readyz",
         "/metrics",
-        "/v1/tasks/{fn}",
+        "/v1/tasks/{task}",
         "/v1/grade",
         "/v1/grades/{grade_id}",
         "/v1/runs",

@@ -35,7 +35,7 @@ async def put(svc, body):
 
 def revisions(db) -> list[int]:
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT revision FROM task_revisions WHERE fn = 'inc' ORDER BY 1")
+        rows = conn.execute("SELECT revision FROM task_revisions WHERE task = 'inc' ORDER BY 1")
         return [r for (r,) in rows]
 
 

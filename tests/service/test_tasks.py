@@ -39,7 +39,8 @@ BAD_TASKS = [
         422,
         "/public/examples/0/args/0",
     ),
-    ({"hidden": [GOOD_CASE], "public": {"fn": "other"}}, 422, "/public/fn"),
+    ({"hidden": [GOOD_CASE], "public": {"task": "other"}}, 422, "/public/task"),
+    ({"hidden": [GOOD_CASE], "public": {"fn": "1x"}}, 422, "/public/fn"),
     ({"hidden": [GOOD_CASE], "public": []}, 422, "/public"),
     (
         {"hidden": [GOOD_CASE], "public": {"static": {"allow_rules": ["B324"]}}},
@@ -66,16 +67,26 @@ async def test_bad_task_bodies(kit, body, status, pointer):
 
 async def test_bad_task_name(kit):
     async with kit.running(register=False) as svc:
-        for fn in ["class", "1abc", "a-b", "é"]:
+        # Any text is a task id, but one that is not a Python name needs its entry point.
+        for task in ["class", "1abc", "a-b", "é"]:
             r = await svc.client.put(
-                f"/v1/tasks/{fn}", json={"hidden": [GOOD_CASE]}, headers=svc.admin
+                f"/v1/tasks/{task}", json={"hidden": [GOOD_CASE]}, headers=svc.admin
             )
             assert r.status_code == 422
             assert r.json()["problems"][0] == {
-                "in": "path",
-                "pointer": "fn",
-                "message": "must be an ASCII Python identifier",
+                "in": "body",
+                "pointer": "/public/fn",
+                "message": "the entry point is required: the task id is not a Python name",
             }
+        r = await svc.client.put(
+            "/v1/tasks/" + "t" * 201, json={"hidden": [GOOD_CASE]}, headers=svc.admin
+        )
+        assert r.status_code == 422
+        assert r.json()["problems"][0] == {
+            "in": "path",
+            "pointer": "task",
+            "message": "must be 1 to 200 characters",
+        }
 
 
 async def test_hidden_cases_are_write_only(kit):
@@ -87,7 +98,7 @@ async def test_hidden_cases_are_write_only(kit):
         }
         r = await svc.client.put("/v1/tasks/inc", json=body, headers=svc.admin)
         assert r.status_code == 200
-        assert r.json() == {"fn": "inc", "revision": 1, "cases": 2}
+        assert r.json() == {"task": "inc", "fn": "inc", "revision": 1, "cases": 2}
         r = await svc.client.get("/v1/tasks/inc", headers=svc.admin)
         info = r.json()
         assert info["cases"] == 2 and info["public"]["spec"] == "Add one."

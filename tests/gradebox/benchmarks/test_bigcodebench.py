@@ -33,25 +33,34 @@ def test_bigcodebench_tests_are_program_cases_and_references_pass(tmp_path: Path
         ("BigCodeBench/9001", "TestCases.test_unicode"),
     }
     assert "pandas" in next(s["why"] for s in report["skipped"] if s["what"] == "task")
-    assert report["renamed"] == [
-        {"task": "BigCodeBench/9002", "entry_point": "task_func", "fn": "task_func_9002"}
-    ]
-    public = {p["fn"]: p for p in _lines(out / "public.jsonl")}
-    assert "os" not in public["task_func_9002"]["banned_imports"]  # the task is about os
-    assert "os" in public["task_func"]["banned_imports"]
+    assert "renamed" not in report
+    public = {p["task"]: p for p in _lines(out / "public.jsonl")}
+    assert {p["fn"] for p in public.values()} == {"task_func"}  # one entry point, two tasks
+    assert "os" not in public["BigCodeBench/9002"]["banned_imports"]  # the task is about os
+    assert "os" in public["BigCodeBench/9001"]["banned_imports"]
     refs = tmp_path / "refs.jsonl"
     refs.write_text(
         "".join(
-            json.dumps({"id": r["fn"], "fn": r["fn"], "code": r["code"]}) + "\n"
+            json.dumps({"id": r["task"], "task": r["task"], "code": r["code"]}) + "\n"
             for r in _lines(out / "reference.jsonl")
         )
     )
+    assert all("def task_func" in r["code"] for r in _lines(out / "reference.jsonl"))
     rows = grade(out / "hidden.jsonl", refs, out / "public.jsonl")
-    assert [(r["fn"], r["outcomes"]) for r in rows if not r["pass"]] == []
+    assert [(r["task"], r["outcomes"]) for r in rows if not r["pass"]] == []
+    assert [(r["task"], r["fn"]) for r in rows] == [
+        ("BigCodeBench/9001", "task_func"),
+        ("BigCodeBench/9002", "task_func"),
+    ]
     assert [r["kind"] for r in rows] == ["program", "program"]
 
     run = tmp_path / "run"
     _run("samples", str(BCB / "broken_samples.jsonl"), "--tasks", str(out), "--out", str(run))
+    written = _lines(run / "samples.jsonl")
+    # The model's code as it was: no alias appended, the task named by its id.
+    assert [(s["task"], s["code"]) for s in written] == [
+        (b["task_id"], b["solution"]) for b in _lines(BCB / "broken_samples.jsonl")
+    ]
     broken = grade(out / "hidden.jsonl", run / "samples.jsonl", out / "public.jsonl")
     # 9001 does not validate top (assertRaises fails); 9002 also sums notes.txt (107, not 7).
     assert [r["outcomes"] for r in broken] == [["ok", "ok", "ok", "wrong"], ["wrong", "ok", "ok"]]

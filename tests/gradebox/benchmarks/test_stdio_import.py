@@ -31,10 +31,10 @@ def _verdicts(rows: list[dict]) -> dict[str, bool]:
     return {r["id"]: r["pass"] for r in rows}
 
 
-def _solutions(fn_prefix: str, tmp: Path) -> Path:
-    path = tmp / f"{fn_prefix}.jsonl"
+def _solutions(benchmark: str, tmp: Path) -> Path:
+    path = tmp / f"{benchmark.strip('/')}.jsonl"
     lines = [line for line in (STDIO / "solutions.jsonl").read_text().splitlines()]
-    path.write_text("".join(x + "\n" for x in lines if json.loads(x)["fn"].startswith(fn_prefix)))
+    path.write_text("".join(x + "\n" for x in lines if json.loads(x)["task"].startswith(benchmark)))
     return path
 
 
@@ -55,12 +55,15 @@ def test_apps_stdio_tasks_pass_and_fail(tmp_path: Path, grade) -> None:
     refs = tmp_path / "refs.jsonl"
     refs.write_text(
         "".join(
-            json.dumps({"id": r["fn"], "fn": r["fn"], "code": r["code"]}) + "\n"
+            json.dumps(
+                {"id": r.get("task", r["fn"]), "task": r.get("task", r["fn"]), "code": r["code"]}
+            )
+            + "\n"
             for r in map(json.loads, (out / "reference.jsonl").read_text().splitlines())
         )
     )
     assert all(_verdicts(grade(out / "hidden.jsonl", refs, out / "public.jsonl")).values())
-    rows = grade(out / "hidden.jsonl", _solutions("apps", tmp_path), out / "public.jsonl")
+    rows = grade(out / "hidden.jsonl", _solutions("APPS/", tmp_path), out / "public.jsonl")
     assert _verdicts(rows) == {
         "apps-ok-1": True,
         "apps-bad-1": False,
@@ -77,7 +80,7 @@ def test_livecodebench_default_tol_and_exact_mode(tmp_path: Path, grade) -> None
     assert report["tasks"] == 2
     assert report["cases"]["stdio"] == 5  # 3 of abc900_a (1 public, 2 compressed private), 2
     assert [s["task"] for s in report["skipped"]] == ["LiveCodeBench/3000"] * 2
-    solutions = _solutions("lcb", tmp_path)
+    solutions = _solutions("LiveCodeBench/", tmp_path)
     rows = grade(out / "hidden.jsonl", solutions, out / "public.jsonl")
     assert _verdicts(rows) == {
         "lcb-ok-1": True,  # 0.333333333333 for 0.3333333333: within the default tol

@@ -100,7 +100,7 @@ def test_diff_of_two_real_runs_exits_1_and_lists_every_change(runs):
 def test_diff_pass_at_k_deltas(runs):
     old, new = runs
     data = json.loads(CliRunner().invoke(diff, [str(old), str(new), "--json", "-k", "1,3"]).output)
-    by = {(d["fn"], d["k"]): d for d in data["passk"]}
+    by = {(d["task"], d["k"]): d for d in data["passk"]}
     assert by[("mean", 1)]["old"] == pytest.approx(1 / 3) and by[("mean", 1)]["new"] == 0.0
     assert by[("dedupe", 1)]["delta"] == pytest.approx(1 / 3)
     assert by[("split_pair", 3)]["old"] == 1.0 and by[("split_pair", 3)]["new"] is None
@@ -128,7 +128,7 @@ def test_means_over_different_task_sets_say_so(runs):
     assert "(over 5 -> 4 tasks: not the same set)" in res.output
     data = json.loads(CliRunner().invoke(diff, [str(old), str(new), "-k", "3", "--json"]).output)
     mean = data["passk"][0]
-    assert mean["fn"] is None and (mean["old_tasks"], mean["new_tasks"]) == (5, 4)
+    assert mean["task"] is None and (mean["old_tasks"], mean["new_tasks"]) == (5, 4)
 
 
 def test_same_run_twice_exits_0(runs):

@@ -132,7 +132,7 @@ SPEC = {
 
 def test_per_task_and_mean_with_coverage():
     report = estimate(_rows(SPEC), [1, 3, 5])
-    tasks = {t.fn: t for t in report.tasks}
+    tasks = {t.task: t for t in report.tasks}
     assert (tasks["a"].n, tasks["a"].c, tasks["a"].timeouts, tasks["a"].infra_errors) == (
         4,
         2,
@@ -154,7 +154,7 @@ def test_per_task_and_mean_with_coverage():
 
 def test_exclude_infra_removes_infra_samples_from_n_but_still_counts_them():
     report = estimate(_rows(SPEC), [1], exclude_infra=True)
-    a = next(t for t in report.tasks if t.fn == "a")
+    a = next(t for t in report.tasks if t.task == "a")
     assert (a.n, a.c, a.infra_errors, a.excluded) == (3, 2, 1, 1)
     assert a.pass_at[1] == pytest.approx(2 / 3)
 
