@@ -26,6 +26,12 @@ the gate, without letting the repository's build code run on the host:
 
 A build that fails at base is the environment's failure (:class:`BuildFailed`,
 reported ``infra_error``); at head, with base building, it is the patch's.
+
+Limit: with a flat layout (the package at the root, not under ``src/``) and a
+``tests`` package, pytest puts ``/repo`` first on ``sys.path`` and the tree's
+copy of the package wins over the installed one; a module written only at build
+time (a VCS version file) is then missing. ``src/`` layouts, and flat ones whose
+tests are not a package, import the installed copy.
 """
 
 from __future__ import annotations
