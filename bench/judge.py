@@ -19,6 +19,15 @@ few batched queries: no rendering, no re-validation.
 
 The server is stdlib ``http.server`` on 127.0.0.1, in its own process, that sleeps
 ``--latency`` before each valid reply, so the figures measure the judge, not a model.
+
+With ``--real BASE_URL --model NAME`` it measures a real server instead (e.g.
+llama-cpp-python, ``python -m llama_cpp.server``): the probe once, then seconds per
+judged item (no cache), beside a peer figure from the same run -- the same prompt
+and response format sent with the bare openai client -- so the judge's own overhead
+shows as the difference::
+
+    .venv/bin/python bench/judge.py --real http://127.0.0.1:8765/v1 --model smol \
+        --rubric tests/e2e/rubric/brief.toml --max-tokens 64 --n 4
 """
 
 from __future__ import annotations
@@ -195,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 if a warm run is not >= 100x cold c=32"
     )
+    parser.add_argument("--real", metavar="BASE_URL", help="measure this server instead")
+    parser.add_argument("--model", default="model", help="the real server's model")
+    parser.add_argument("--rubric", default="default", help="rubric name or path (--real)")
+    parser.add_argument("--max-tokens", type=int, default=256, help="token cap (--real)")
     args = parser.parse_args(argv)
+    if args.real:
+        return real(args)
 
     items = candidates(args.n)
     runs: list[Run] = []
@@ -252,6 +267,83 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     return 0
+
+
+def real(args: argparse.Namespace) -> int:
+    """Seconds per judged item on a real server, and the bare client's seconds per call."""
+    import openai
+
+    from judge import Judge, JudgeConfig, reply_schema
+    from judge.prompt import render
+
+    items = [replace_rubric(i, args.rubric) for i in candidates(args.n)]
+    config = JudgeConfig(
+        base_url=args.real,
+        model=args.model,
+        timeout_s=600,
+        max_output_tokens=args.max_tokens,
+        probe_rubric=args.rubric,
+        no_cache=True,
+        concurrency=1,
+    )
+    with Judge(config) as judge:
+        started = time.perf_counter()
+        report = judge.probe()
+        probe_s = time.perf_counter() - started
+        rubric = judge.rubric(args.rubric)
+        started = time.perf_counter()
+        results = judge.judge_many(items)
+        judged_s = (time.perf_counter() - started) / len(items)
+    schema = reply_schema(rubric)
+    rung = report.capabilities.rung
+    client = openai.OpenAI(base_url=args.real, api_key="no-key", max_retries=0, timeout=600)
+    started = time.perf_counter()
+    for item in items:
+        client.chat.completions.create(
+            model=args.model,
+            messages=render(item, rubric, schema).messages(rung),
+            temperature=0,
+            seed=config.seed,
+            max_tokens=args.max_tokens,
+            **_format(rung, schema),
+        )
+    raw_s = (time.perf_counter() - started) / len(items)
+    statuses: dict[str, int] = {}
+    for r in results:
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+    figures = {
+        "server": report.server,
+        "rung": rung,
+        "n": len(items),
+        "probe_s": round(probe_s, 2),
+        "judge_s_per_item": round(judged_s, 2),
+        "openai_client_s_per_call": round(raw_s, 2),
+        "statuses": statuses,
+    }
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"server {report.server or 'unknown'}, rung {rung}, probe {probe_s:.1f} s")
+        print(f"judge: {judged_s:.2f} s per judged item ({len(items)} items, {statuses})")
+        print(f"bare openai client, same prompt and format: {raw_s:.2f} s per call")
+    return 0
+
+
+def replace_rubric(item: JudgeItem, rubric: str) -> JudgeItem:
+    import dataclasses
+
+    return dataclasses.replace(item, rubric_name=rubric)
+
+
+def _format(rung: str, schema: dict[str, Any]) -> dict[str, Any]:
+    if rung == "json_object_schema":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if rung == "json_object":
+        return {"response_format": {"type": "json_object"}}
+    if rung.startswith("json_schema"):
+        spec = {"name": "judgement", "schema": schema, "strict": rung == "json_schema"}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    return {}
 
 
 if __name__ == "__main__":

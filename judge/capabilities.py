@@ -8,27 +8,38 @@ that answers 200):
 
 1. ``json_schema``: a strict ``json_schema`` response format;
 2. ``json_schema_nonstrict``: the same without ``strict`` (servers that refuse it);
-3. ``json_object``: JSON mode;
-4. ``prompt_only``: no response format; the schema in the prompt only.
+3. ``json_object_schema``: ``{"type": "json_object", "schema": ...}``, the form
+   llama-cpp-python turns into a grammar (it refuses ``json_schema`` outright);
+4. ``json_object``: JSON mode;
+5. ``prompt_only``: no response format; the schema in the prompt only.
 
-The schema is stated in the prompt on every rung. On the way, two refusals are
+The schema is stated in the prompt on every rung. A refusal is read from what the
+server says, not from its status: a 4xx, 500 or 501 whose body says the
+``response_format`` type (or another parameter) is not accepted is a capability
+answer -- the rung is ``rejected`` and the probe moves on -- not an outage
+(:func:`judge.endpoint.map_openai_error`). On the way, two refusals are
 recognised from the error and worked around: a model that refuses
 ``temperature: 0`` is asked with the server's default temperature (the judge is
 then *not deterministic*, and repeats with a majority unless told otherwise), and
 a server that refuses ``max_tokens`` (or ``max_completion_tokens``) gets the other
 name. What each endpoint family does (the probe's tests imitate each):
 
-=========================  ===============================================  =================
+=========================  ===============================================  ======================
 endpoint                   quirk                                            rung / policy
-=========================  ===============================================  =================
+=========================  ===============================================  ======================
 OpenAI, vLLM, SGLang       strict ``json_schema`` honoured                  ``json_schema``
 llama.cpp ``llama-server``  a schema it cannot turn into a grammar: 200       the next rung that
                            with free text                                   validates
+llama-cpp-python           HTTP 500 for ``json_schema`` (``Input should be   ``json_object_schema``
+                           'text' or 'json_object'``); grammar from
+                           ``json_object`` + ``schema``
 LM Studio                  400 for ``response_format: json_object``          ``json_schema``
 OpenAI reasoning models    400 for ``temperature`` other than the default,   ``server_default``
                            400 for ``max_tokens``                           + repeats
 Ollama                     does not put the schema into the prompt           schema in prompt
-=========================  ===============================================  =================
+=========================  ===============================================  ======================
+
+The probe also names the server when it tells (:mod:`judge.servers`).
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-from judge.errors import EndpointError
+from judge.errors import EndpointError, ParameterUnsupported
 from judge.types import ResponseMode, TemperaturePolicy, TokenParam
 
 __all__ = [
@@ -133,6 +144,10 @@ class ProbeReport:
     """When the probe ran (seconds since the epoch)."""
     cached: bool = False
     """Read from the probe cache, not asked now."""
+    server: str | None = None
+    """The server's kind when it told (``llama-cpp-python``, ``vLLM``...: :mod:`judge.servers`)."""
+    server_evidence: str = ""
+    """What told (``models owned_by "vllm"``); empty when nothing did."""
 
     @property
     def validated(self) -> bool:
@@ -151,6 +166,8 @@ class ProbeReport:
             "system_fingerprints": list(self.system_fingerprints),
             "probed_at": self.probed_at,
             "cached": self.cached,
+            "server": self.server,
+            "server_evidence": self.server_evidence,
         }
 
     @classmethod
@@ -170,10 +187,13 @@ class ProbeReport:
                 system_fingerprints=tuple(value["system_fingerprints"]),
                 probed_at=float(value["probed_at"]),
                 cached=value["cached"] is True,
+                server=value.get("server"),
+                server_evidence=value.get("server_evidence", ""),
             )
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a probe report: {exc!r}") from exc
         texts = [report.base_url, report.model, *report.adjustments, *report.system_fingerprints]
+        texts += [report.server_evidence, *([report.server] if report.server is not None else [])]
         if not all(type(t) is str for t in [*texts, *(t.detail for t in trials)]):
             raise ValueError("a probe report's text field is not a string")
         return report
@@ -199,9 +219,11 @@ def adjusted(
 ) -> tuple[Capabilities, str] | None:
     """The capabilities that work around a refused parameter, or ``None``.
 
-    Only a 400 counts, and only a parameter the error names: OpenAI's
-    ``error.param`` when the server sends one, else the first of our parameter
-    names quoted in its message (``'temperature' does not support 0``).
+    Only a 400, or an error whose body said the parameter is not accepted
+    (:class:`~judge.errors.ParameterUnsupported`, any status), counts, and only a
+    parameter the error names: OpenAI's ``error.param`` when the server sends one,
+    else the first of our parameter names quoted in its message (``'temperature'
+    does not support 0``).
 
     Args:
         exc: The refusal.
@@ -212,7 +234,7 @@ def adjusted(
         The new capabilities and a sentence saying what changed, or ``None``
         when the refusal is about something else.
     """
-    if exc.status_code != 400:
+    if exc.status_code != 400 and not isinstance(exc, ParameterUnsupported):
         return None
     named = _named_parameter(exc)
     if named == "temperature" and caps.temperature == "zero":

@@ -16,7 +16,14 @@ from typing import Any
 from judge.capabilities import Capabilities
 from judge.errors import JudgeConfigError, JudgeNotConfigured
 
-__all__ = ["DEFAULT_BASE_URL", "ENV_VARS", "RESERVED_BODY_KEYS", "JudgeConfig", "parse_extra_body"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ENV_VARS",
+    "RESERVED_BODY_KEYS",
+    "TIMEOUT_ENV",
+    "JudgeConfig",
+    "parse_extra_body",
+]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Used when an API key is configured but no base URL."""
@@ -26,6 +33,9 @@ ENV_VARS = {
     "model": ("GRADEBOX_JUDGE_MODEL",),
 }
 """Environment variables per setting, first one set (and non-empty) wins."""
+TIMEOUT_ENV = "GRADEBOX_JUDGE_TIMEOUT_S"
+"""Optional: seconds per request (default 60). A model on a CPU server (llama-cpp-python
+writing grammar-constrained JSON at a few tokens a second) may need minutes."""
 RESERVED_BODY_KEYS = frozenset(
     {
         "model",
@@ -97,6 +107,10 @@ class JudgeConfig:
     judgement (and keep the result in the cache for :attr:`probe_ttl_s`)."""
     probe_ttl_s: float = 86_400.0
     """How long a cached probe result is trusted."""
+    probe_rubric: str = "default"
+    """The rubric the probe's fixed item is asked with (a name or a path): the run's own
+    when it uses one rubric for every task (``--judge-rubric``), so that a slow local
+    server spends the probe on the prompt it will answer; part of the probe's cache key."""
 
     def __post_init__(self) -> None:
         problems = list(_problems(self))
@@ -109,8 +123,9 @@ class JudgeConfig:
 
         ``GRADEBOX_JUDGE_BASE_URL`` (else ``OPENAI_BASE_URL``; else the OpenAI API
         when a key is set), ``GRADEBOX_JUDGE_API_KEY`` (else ``OPENAI_API_KEY``),
-        ``GRADEBOX_JUDGE_MODEL``. Empty values count as unset. Other settings keep
-        their defaults; change them with :func:`dataclasses.replace`.
+        ``GRADEBOX_JUDGE_MODEL``, and optionally ``GRADEBOX_JUDGE_TIMEOUT_S``. Empty
+        values count as unset. Other settings keep their defaults; change them with
+        :func:`dataclasses.replace`.
 
         Args:
             environ: The environment, e.g. ``os.environ``.
@@ -130,10 +145,16 @@ class JudgeConfig:
             )
         if found["model"] is None:
             raise JudgeConfigError("judge endpoint is set but no model: set GRADEBOX_JUDGE_MODEL")
+        timeout = _first(environ, (TIMEOUT_ENV,))
+        try:
+            timeout_s = 60.0 if timeout is None else float(timeout)
+        except ValueError as exc:
+            raise JudgeConfigError(f"{TIMEOUT_ENV}: not a number of seconds: {timeout!r}") from exc
         return cls(
             base_url=found["base_url"] or DEFAULT_BASE_URL,
             model=found["model"],
             api_key=found["api_key"],
+            timeout_s=timeout_s,
         )
 
 

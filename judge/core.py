@@ -59,11 +59,13 @@ from judge.errors import (
     RateLimited,
     RequestRejected,
     ServerError,
+    TransientError,
 )
 from judge.prompt import PromptBuilder, RenderedPrompt
 from judge.redact import RedactingFilter, Redactor
 from judge.repeat import combine
 from judge.reply import ReplyChecker, Violation
+from judge.servers import identify
 from judge.types import JudgeItem, JudgeResult, ReasonCode, Reply, ResponseMode
 from rubrics import Rubric
 
@@ -78,8 +80,8 @@ PROBE_ITEM = JudgeItem(
     rubric_name="default",
 )
 """The fixed item every probe asks about: no candidate decides what an endpoint can do."""
-_PROBE_FORMAT = 1
-"""Bumped when what a stored probe report means changes."""
+_PROBE_FORMAT = 2
+"""Bumped when what a stored probe report means changes (2: the ``json_object_schema`` rung)."""
 _USELESS = frozenset({"parse_failure", "empty_reply"})
 """Probe violations that say the rung produced no JSON at all."""
 
@@ -235,6 +237,9 @@ class Judge:
             "extra_body": dict(cfg.extra_body),
             "max_output_tokens": cfg.max_output_tokens,
         }
+        if cfg.probe_rubric != "default":  # keys of probes with the default rubric unchanged
+            rubric = self._prepare(cfg.probe_rubric).checker.rubric
+            document["rubric"] = [rubric.name, rubric.version, rubric.digest]
         canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -251,14 +256,23 @@ class Judge:
         return replace(report, cached=True)
 
     def _run_probe(self) -> ProbeReport:
-        prepared = self._prepare(PROBE_ITEM.rubric_name)
+        prepared = self._prepare(self._config.probe_rubric)
         prompt = prepared.builder.render(PROBE_ITEM)
         caps = Capabilities()
         trials: list[RungTrial] = []
         notes: list[str] = []
         prints: list[str] = []
         for rung in LADDER:
-            caps, trial = self._try_rung(prepared.checker, prompt, replace(caps, rung=rung), notes)
+            try:
+                caps, trial = self._try_rung(
+                    prepared.checker, prompt, replace(caps, rung=rung), notes
+                )
+            except TransientError as exc:
+                if not trials:  # nothing answered yet: the endpoint is down, not a rung
+                    raise
+                # The server answered an earlier rung, so it is up: this rung is slow or
+                # broken there (a CPU server writing prose until the timeout), not usable.
+                trial = RungTrial(rung, "rejected", _short(f"no usable reply: {exc}"))
             trials.append(trial)
             if trial.outcome == "validated":
                 break
@@ -266,6 +280,8 @@ class Judge:
             caps = replace(caps, rung=_fallback_rung(trials))
         with self._lock:
             prints = list(self._fingerprints)
+        errors = [t.detail for t in trials if t.outcome == "rejected"] + notes
+        server = identify(self._endpoint.server_info(errors))
         return ProbeReport(
             str(self._client.base_url),
             self._config.model,
@@ -274,6 +290,8 @@ class Judge:
             tuple(notes),
             tuple(prints),
             time.time(),
+            server=server[0] if server else None,
+            server_evidence=server[1] if server else "",
         )
 
     def _try_rung(

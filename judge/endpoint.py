@@ -17,10 +17,13 @@ this is the only policy. Every reply and every error is redacted of the API key
 as it arrives (:mod:`judge.redact`), before anything reads, stores or raises it.
 Structured output: each request is sent with the
 :class:`~judge.capabilities.Capabilities` the probe chose (response-format rung,
-temperature policy, token parameter). A 400 that names ``response_format`` /
-``json_schema`` asks *that request* again one rung down; it never changes the
-rung for later requests, so a candidate whose code makes a server refuse one
-request (an error that echoes the prompt) cannot degrade anyone else's. Only the
+temperature policy, token parameter). A refusal of the response format (a 400
+that names ``response_format`` / ``json_schema``, or a 4xx/500/501 whose body says
+its type is not accepted, as llama-cpp-python's HTTP 500 ``Input should be 'text'
+or 'json_object'`` does) is a capability answer, not an outage: it is not
+retried, and asks *that request* again one rung down; it never changes the rung
+for later requests, so a candidate whose code makes a server refuse one request
+(an error that echoes the prompt) cannot degrade anyone else's. Only the
 probe, with its fixed item, chooses rungs and temperature.
 """
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import email.utils
 import math
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -46,6 +50,7 @@ from judge.errors import (
     ConnectionFailed,
     EndpointError,
     EndpointTimeout,
+    ParameterUnsupported,
     RateLimited,
     RequestRejected,
     ServerError,
@@ -54,13 +59,34 @@ from judge.errors import (
 )
 from judge.redact import Redactor
 from judge.reply import SCHEMA_NAME
+from judge.servers import ServerInfo
 from judge.types import Reply, ResponseMode, Tokens
 
-__all__ = ["Endpoint", "map_openai_error", "parse_retry_after", "request_body"]
+__all__ = ["Endpoint", "map_openai_error", "parse_retry_after", "request_body", "retrying"]
 
 Messages = Callable[[ResponseMode], list[ChatCompletionMessageParam]]
 """Builds the messages for a response mode (JSON mode adds the schema in words)."""
 _FORMAT_WORDS = ("response_format", "json_schema", "structured output")
+_REFUSALS = (
+    "not supported",
+    "unsupported",
+    "does not support",
+    "not accepted",
+    "not allowed",
+    "not permitted",
+    "extra inputs",
+    "extra_forbidden",
+    "input should be",
+    "literal_error",
+    "must be",
+    "invalid",
+    "unrecognized",
+    "not recognized",
+    "unknown",
+)
+"""Words of a server saying a value or a parameter is not accepted."""
+_BODY_LOC = re.compile(r"""['"]body['"]\s*,\s*['"]([A-Za-z_]+)['"]""")
+"""A pydantic/FastAPI validation error's location: ``('body', 'response_format', 'type')``."""
 
 
 class Endpoint:
@@ -149,17 +175,35 @@ class Endpoint:
 
     def _retrying(self) -> tenacity.Retrying:
         cfg = self._config
-        backoff = tenacity.wait_random_exponential(
-            multiplier=cfg.backoff_initial_s, max=cfg.backoff_max_s
-        )
-        return tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(TransientError),
-            stop=tenacity.stop_after_attempt(cfg.max_attempts)
-            | _StopIfRetryAfterAbove(cfg.retry_after_max_s),
-            wait=_WaitRetryAfter(backoff),
+        return retrying(
+            max_attempts=cfg.max_attempts,
+            backoff_initial_s=cfg.backoff_initial_s,
+            backoff_max_s=cfg.backoff_max_s,
+            retry_after_max_s=cfg.retry_after_max_s,
             sleep=self._sleep,
-            reraise=True,
         )
+
+    def server_info(self, errors: list[str]) -> ServerInfo:
+        """What the server says about itself: ``GET /models`` (``owned_by``, headers).
+
+        One request, no retries; any failure leaves those parts empty (the probe
+        does not depend on it). Everything is redacted of the API key.
+
+        Args:
+            errors: Error messages the probe met (kept as evidence too).
+        """
+        owned: list[str] = []
+        headers: dict[str, str] = {}
+        try:
+            raw = self._client.models.with_raw_response.list(timeout=self._config.timeout_s)
+            headers = dict(raw.headers.items())
+            owned = [m.owned_by for m in raw.parse().data if isinstance(m.owned_by, str)]
+        except openai.APIStatusError as exc:  # a server without /models still sent headers
+            headers = dict(exc.response.headers.items())
+        except (openai.OpenAIError, ValueError, TypeError):
+            pass
+        clean = {k: self._redact.text(v) for k, v in headers.items()}
+        return ServerInfo.bounded([self._redact.text(o) for o in owned], clean, errors)
 
     def _send(
         self, messages: list[ChatCompletionMessageParam], schema: dict[str, Any], caps: Capabilities
@@ -195,6 +239,37 @@ class Endpoint:
         return self._redact.reply(reply)
 
 
+def retrying(
+    *,
+    max_attempts: int,
+    backoff_initial_s: float,
+    backoff_max_s: float,
+    retry_after_max_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tenacity.Retrying:
+    """The retry policy of the module docstring, for any caller that raises :mod:`judge.errors`.
+
+    Args:
+        max_attempts: Requests in all, the first included.
+        backoff_initial_s: First backoff without a ``Retry-After`` (doubling, full jitter).
+        backoff_max_s: Cap on one backoff without a ``Retry-After``.
+        retry_after_max_s: Longest ``Retry-After`` honoured; longer stops at once.
+        sleep: How to wait between attempts.
+
+    Returns:
+        A ``tenacity.Retrying`` that retries :class:`~judge.errors.TransientError` only
+        and re-raises the last error.
+    """
+    backoff = tenacity.wait_random_exponential(multiplier=backoff_initial_s, max=backoff_max_s)
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientError),
+        stop=tenacity.stop_after_attempt(max_attempts) | _StopIfRetryAfterAbove(retry_after_max_s),
+        wait=_WaitRetryAfter(backoff),
+        sleep=sleep,
+        reraise=True,
+    )
+
+
 def request_body(cfg: JudgeConfig, caps: Capabilities) -> dict[str, Any]:
     """What a request sends besides model, messages and response format (for the record).
 
@@ -218,6 +293,8 @@ def _response_format(mode: ResponseMode, schema: dict[str, Any]) -> ResponseForm
         return None
     if mode == "json_object":
         return {"type": "json_object"}
+    if mode == "json_object_schema":  # llama-cpp-python: JSON mode with a grammar from the schema
+        return cast(ResponseFormat, {"type": "json_object", "schema": schema})
     spec: dict[str, Any] = {"name": SCHEMA_NAME, "schema": schema}
     if mode == "json_schema":
         spec["strict"] = True
@@ -269,14 +346,39 @@ def _map_status(exc: openai.APIStatusError) -> EndpointError:
     param = _error_param(exc)
     if status == 429:
         return RateLimited(message, status_code=status, retry_after=hint)
-    if status >= 500:
-        return ServerError(message, status_code=status, retry_after=hint)
     if status == 408:
         return EndpointTimeout(message, status_code=status, retry_after=hint)
-    words = str(exc.body).lower() + message.lower()
+    words = str(exc.body).lower() + " " + message.lower()
     if status == 400 and (param == "response_format" or any(w in words for w in _FORMAT_WORDS)):
         return StructuredOutputUnsupported(message, status_code=status, param=param)
+    refused = _refused_parameter(status, param, words)
+    if refused == "response_format":
+        return StructuredOutputUnsupported(message, status_code=status, param=refused)
+    if refused is not None:
+        return ParameterUnsupported(message, status_code=status, param=refused)
+    if status >= 500:
+        return ServerError(message, status_code=status, retry_after=hint)
     return RequestRejected(message, status_code=status, param=param)
+
+
+def _refused_parameter(status: int, param: str | None, words: str) -> str | None:
+    """The parameter an error says is not accepted, or ``None``.
+
+    Read from any 4xx and from 500/501 (servers that let a validation error escape
+    as an internal error: llama-cpp-python); never from 502-504, which proxies send
+    for outages. The error must say *not accepted* in some words (:data:`_REFUSALS`)
+    and name the parameter: OpenAI's ``error.param``, else a validation error's
+    ``('body', name, ...)`` location, else ``response_format`` when the format's
+    words appear.
+    """
+    if status >= 502 or not any(w in words for w in _REFUSALS):
+        return None
+    if param is not None:
+        return re.split(r"[.\[]", param, maxsplit=1)[0] or None
+    loc = _BODY_LOC.search(words)
+    if loc is not None:
+        return loc.group(1)
+    return "response_format" if any(w in words for w in _FORMAT_WORDS) else None
 
 
 def _error_param(exc: openai.APIStatusError) -> str | None:

@@ -25,11 +25,18 @@ openai's exceptions are mapped to these at one boundary,
         │   └── ConnectionFailed    no connection, or it dropped
         └── RequestRejected         any other 4xx (auth, unknown model, bad request):
             │                       another attempt would get the same answer
-            └── StructuredOutputUnsupported
-                                    a 400 that names response_format / json_schema:
-                                    caught by the endpoint, which asks again one rung
-                                    down the ladder for that request only, and by the
-                                    probe, which moves to the next rung
+            └── ParameterUnsupported
+                │                   a 4xx, 500 or 501 whose body says a parameter we sent
+                │                   is not accepted (``param`` names it): a capability
+                │                   answer, not an outage, so never retried; the probe
+                │                   adjusts (temperature, token parameter) or moves on
+                └── StructuredOutputUnsupported
+                                    the parameter is response_format (a 400 naming
+                                    response_format / json_schema, or any refusal of its
+                                    type, such as llama-cpp-python's HTTP 500): caught
+                                    by the endpoint, which asks again one rung down the
+                                    ladder for that request only, and by the probe,
+                                    which moves to the next rung
 
 rubrics.RubricError (a bad rubric file) comes from the rubrics layer and is
 raised through Judge unchanged: the run must not start with a broken rubric.
@@ -44,6 +51,7 @@ __all__ = [
     "JudgeConfigError",
     "JudgeError",
     "JudgeNotConfigured",
+    "ParameterUnsupported",
     "RateLimited",
     "RequestRejected",
     "ServerError",
@@ -116,5 +124,9 @@ class RequestRejected(EndpointError):
     """A 4xx other than 408/429: the request itself is refused; retrying will not help."""
 
 
-class StructuredOutputUnsupported(RequestRejected):
-    """The server rejected ``response_format`` ``json_schema`` (a 400 that names it)."""
+class ParameterUnsupported(RequestRejected):
+    """The server said a parameter we sent is not accepted, whatever the status (``param``)."""
+
+
+class StructuredOutputUnsupported(ParameterUnsupported):
+    """The server refused the ``response_format`` sent (its type, or the schema in it)."""

@@ -41,11 +41,15 @@ IntentVerdict = Literal["match", "mismatch"]
 """Does the implementation do what the specification asks."""
 Severity = Literal["info", "warning", "error"]
 """How much an issue matters."""
-ResponseMode = Literal["json_schema", "json_schema_nonstrict", "json_object", "prompt_only"]
+ResponseMode = Literal[
+    "json_schema", "json_schema_nonstrict", "json_object_schema", "json_object", "prompt_only"
+]
 """The rungs of the capability ladder, best first: a strict ``json_schema`` response
-format, ``json_schema`` without ``strict``, JSON mode (``json_object``), or no
-response format at all. The schema is stated in the prompt on every rung, and every
-reply is validated against it whatever the endpoint promised."""
+format, ``json_schema`` without ``strict``, JSON mode with the schema in it
+(``{"type": "json_object", "schema": ...}``: llama-cpp-python's grammar-constrained
+form), JSON mode (``json_object``), or no response format at all. The schema is
+stated in the prompt on every rung, and every reply is validated against it
+whatever the endpoint promised."""
 InvarianceProbe = Literal["rename", "strip", "reorder", "inject"]
 """A rewrite of the candidate that must not change the verdict (:mod:`judge.invariance`)."""
 TemperaturePolicy = Literal["zero", "server_default"]

@@ -81,6 +81,13 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},
     # Where gates are read (PR comments, check runs, the Action, pre-commit): over the gate.
     "gradebox.github": _RECORDS | {"gradebox.github", "gradebox.patches"},
+    # The sampler: public tasks in, samples.jsonl out, through the judge's endpoint client.
+    "gradebox.sampling": _RECORDS | {"gradebox.sampling"},
+    # Other frameworks' doors (inspect_ai): the pipeline as the CLI drives it, the sampling
+    # prompt, pass@k and the service's disclosure rule; never the CLI.
+    "gradebox.integrations": _RECORDS
+    | {"gradebox.integrations", "gradebox.pipeline", "gradebox.runs", "gradebox.sampling"}
+    | {"gradebox.service"},
 }
 _ENTRY_POINTS = {"gradebox.service.__main__"}  # `python -m gradebox.service` runs the CLI's serve
 

@@ -28,6 +28,7 @@ COMMANDS = {
     "mine": "gradebox.cli.mine:mine",
     "import": "gradebox.cli.import_:import_",
     "worker": "gradebox.cli.worker:worker",
+    "sample": "gradebox.cli.sample:sample",
 }
 
 

@@ -50,6 +50,14 @@ def judge() -> None:
     help="Where to keep the finding for later runs (default: gradebox grade's judge cache).",
 )
 @click.option("--no-judge-cache", "no_cache", is_flag=True, help="Do not keep the finding.")
+@click.option(
+    "--judge-rubric",
+    "rubric",
+    metavar="NAME|PATH",
+    help="Probe with this rubric's prompt, as gradebox grade --judge-rubric does (default: "
+    "the built-in 'default'). A slow local server then spends the probe on the prompt it "
+    "will answer, and grade finds the finding in the cache.",
+)
 @json_option("the probe report")
 @exit_codes
 def probe(
@@ -58,13 +66,17 @@ def probe(
     max_tokens: int | None,
     cache: Path | None,
     no_cache: bool,
+    rubric: str | None,
     as_json: bool,
 ) -> None:
     """Find out what the judge endpoint can do, and keep it for the next runs.
 
     Asks one fixed item (never a candidate) on each rung of the ladder until a
     reply validates against the reply schema: strict json_schema, json_schema
-    without strict, json_object, then the schema in the prompt only. A refusal of
+    without strict, json_object with the schema (llama-cpp-python's form), json_object,
+    then the schema in the prompt only. An error saying a rung's format is not
+    accepted (any status: llama-cpp-python answers 500) moves to the next rung; the
+    server's kind is named when it tells (models' owned_by, headers, errors). A refusal of
     temperature 0 (reasoning models) is detected from the error and the model is
     asked at its default temperature: runs are then non-deterministic and judge
     each sample 3 times unless --judge-repeat says otherwise. The endpoint comes
@@ -84,6 +96,7 @@ def probe(
     stage = open_judge_stage(
         os.environ,
         rubric_names=["default"],
+        rubric=rubric,
         model=model,
         cache_path=cache,
         no_cache=no_cache,
@@ -121,6 +134,8 @@ def _probe_text(data: dict[str, Any]) -> str:
         f"rung {caps['rung']} ({verdict}); {temperature}; token cap as {caps['token_param']}"
     )
     lines += [f"  adjusted: {note}" for note in data["adjustments"]]
+    if data.get("server"):
+        lines.append(f"  server: {data['server']} ({data['server_evidence']})")
     if data["system_fingerprints"]:
         lines.append("  system_fingerprint: " + ", ".join(data["system_fingerprints"]))
     return "\n".join(lines)
@@ -149,7 +164,11 @@ def agree(results: Path, labels_path: Path, min_kappa: float | None, as_json: bo
     Cohen's kappa and Scott's pi with bootstrap 95% intervals, the judge's
     leniency P(judge match | people: mismatch) and strictness, and per criterion
     exact agreement and quadratic-weighted kappa. Below 10 items a chance-corrected
-    figure is "too few items", not a number.
+    figure is "too few items", not a number. When RESULTS was judged with
+    --judge-repeat, also the judge's own consistency: the verdict flip rate per
+    judgement (minority votes / all votes: how often one judgement disagrees with
+    its item's majority) and per item (items whose repeated verdicts disagree /
+    items: grows with the number of repeats), each with a Wilson 95% interval.
 
     Exit 0, or 1 with --min-kappa when kappa is below it (or undefined); 2 for a
     bad file (each bad line as file:line).
@@ -158,15 +177,19 @@ def agree(results: Path, labels_path: Path, min_kappa: float | None, as_json: bo
     Example:
       gradebox judge agree --labels labels.jsonl runs/today --min-kappa 0.6
     """  # noqa: D301 - click needs a real \b to keep the example as written
+    from gradebox.judging import flip_rates  # noqa: PLC0415
     from gradebox.judging.labels import compare, read_labels  # noqa: PLC0415
     from gradebox.runs.rundir import read_results  # noqa: PLC0415
 
     labels = read_labels(labels_path)
-    found = compare(labels, read_results(results))
+    rows = read_results(results)
+    found = compare(labels, rows)
+    flips = flip_rates(rows)
+    data = {**found.to_json(), "flips": None if flips is None else flips.to_json()}
     if as_json:
-        click.echo(json.dumps(found.to_json()))
+        click.echo(json.dumps(data))
     else:
-        click.echo(_agree_text(found.to_json()))
+        click.echo(_agree_text(data))
     kappa = found.verdicts.kappa
     if min_kappa is not None and (kappa is None or kappa < min_kappa):
         sys.exit(EXIT_FAILED)
@@ -212,4 +235,18 @@ def _agree_text(data: dict[str, Any]) -> str:
         lines.append(f"    {c['criterion']:<10} n={c['n']:<4} exact {exact_text}  kappa_w {kappa}")
     if data["unknown_ids"]:
         lines.append("  not in RESULTS: " + ", ".join(data["unknown_ids"]))
-    return "\n".join(lines)
+    return "\n".join(lines + _flip_text(data.get("flips")))
+
+
+def _flip_text(flips: dict[str, Any] | None) -> list[str]:
+    if not flips:
+        return []
+    lines = [f"judge vs itself (--judge-repeat): {flips['items']} items judged repeatedly"]
+    for key, what in (
+        ("verdict_flip_rate_per_judgement", "verdict flip rate per judgement (minority/all votes)"),
+        ("verdict_flip_rate_per_item", "verdict flip rate per item (items that flipped/items)"),
+    ):
+        r = flips.get(key)
+        if r:
+            lines.append(f"  {what} {r['k']}/{r['n']} {_fig(r['rate'], r['ci'])}")
+    return lines

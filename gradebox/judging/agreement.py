@@ -220,22 +220,46 @@ def tests_agreement(pairs: Iterable[tuple[str, str]]) -> TestsAgreement:
 
 @dataclass(frozen=True, slots=True)
 class FlipRates:
-    """How often repeated judgements of one item disagree (``--judge-repeat``)."""
+    """How often repeated judgements of one item disagree (``--judge-repeat``).
+
+    Two verdict flip rates, which answer different questions and are named apart:
+
+    - **per judgement** (:attr:`per_judgement`): minority votes / all votes. How often
+      one judgement disagrees with its item's majority: an estimate of the chance
+      that a single judgement flips, nearly independent of the number of repeats (a
+      server flipping 20 % of judgements at random measures about 0.2; it reads a
+      little low with few repeats, where a flip can become the majority).
+    - **per item** (:attr:`verdict`): items whose repeated verdicts disagree / items.
+      How many items a run with this many repeats sends to review; it grows with
+      the repeats (0.2 per judgement is about 0.67 of items with 5 repeats).
+    """
 
     verdict: Rate | None
-    """Items whose verdict differed between scored repeats, of items with a verdict."""
+    """Per item: items whose verdict differed between scored repeats, of items with a verdict."""
     criteria: dict[str, Rate]
     """Per criterion id: items whose score differed between scored repeats."""
     any_flip: Rate
     """Items where the verdict or any score differed."""
     flipped: tuple[str, ...]
     """Ids of the items whose verdict flipped (the first 100)."""
+    per_judgement: Rate | None = None
+    """Per judgement: verdicts that differ from their item's majority, of all verdicts (a
+    tie counts half its votes as the minority), over items with a verdict."""
 
     def to_json(self) -> dict[str, Any]:
-        """The summary's ``judge.flips``."""
+        """The summary's ``judge.flips``.
+
+        ``verdict_flip_rate_per_judgement`` and ``verdict_flip_rate_per_item`` name the
+        two verdict rates; ``verdict`` is the per-item rate under its older name.
+        """
+        per_item = None if self.verdict is None else self.verdict.to_json()
         return {
             "items": self.any_flip.n,
-            "verdict": None if self.verdict is None else self.verdict.to_json(),
+            "verdict": per_item,
+            "verdict_flip_rate_per_item": per_item,
+            "verdict_flip_rate_per_judgement": (
+                None if self.per_judgement is None else self.per_judgement.to_json()
+            ),
             "criteria": {c: r.to_json() for c, r in sorted(self.criteria.items())},
             "overall": self.any_flip.to_json(),
             "flipped": list(self.flipped),
@@ -251,7 +275,7 @@ def flip_rates(rows: Iterable[Mapping[str, Any]]) -> FlipRates | None:
     Returns:
         The rates, or ``None`` when no row carries ``judge.repeat`` with two scored repeats.
     """
-    n = with_verdict = verdict_flips = any_flips = 0
+    n = with_verdict = verdict_flips = any_flips = minority = votes = 0
     criteria: dict[str, list[int]] = {}
     flipped: list[str] = []
     for row in rows:
@@ -260,8 +284,12 @@ def flip_rates(rows: Iterable[Mapping[str, Any]]) -> FlipRates | None:
         if judge is None or not isinstance(repeat, Mapping) or int(repeat.get("scored", 0)) < 2:
             continue
         n += 1
-        verdicts = {v for v in repeat.get("verdicts", []) if v is not None}
+        cast = [str(v) for v in repeat.get("verdicts", []) if v is not None]
+        verdicts = set(cast)
         with_verdict += bool(verdicts)
+        if len(cast) >= 2:
+            minority += len(cast) - max(cast.count(v) for v in verdicts)
+            votes += len(cast)
         verdict_flip = bool(repeat.get("flipped"))
         verdict_flips += verdict_flip
         changed = set(repeat.get("criteria_flipped") or [])
@@ -276,7 +304,13 @@ def flip_rates(rows: Iterable[Mapping[str, Any]]) -> FlipRates | None:
     if overall is None:
         return None
     per_criterion = {c: r for c, (k, m) in criteria.items() if (r := rate(k, m)) is not None}
-    return FlipRates(rate(verdict_flips, with_verdict), per_criterion, overall, tuple(flipped))
+    return FlipRates(
+        rate(verdict_flips, with_verdict),
+        per_criterion,
+        overall,
+        tuple(flipped),
+        rate(minority, votes),
+    )
 
 
 def _round(value: float | None) -> float | None:

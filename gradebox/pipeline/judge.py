@@ -315,6 +315,7 @@ def open_judge_stage(
             repeat=repeat,
             extra_body=dict(extra_body or {}),
             max_output_tokens=max_output_tokens,
+            probe_rubric=rubric or "default",
         )
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

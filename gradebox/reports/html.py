@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from gradebox.grade import Grade
-from gradebox.judging.agreement import TestsAgreement, tests_agreement
+from gradebox.judging.agreement import FlipRates, TestsAgreement, flip_rates, tests_agreement
 from gradebox.reports.assets import CSS as _CSS
 from gradebox.reports.assets import JS as _JS
 from gradebox.reports.junit import verdict_message
@@ -165,6 +165,7 @@ class _Overview:
         self._same: dict[Tally, Tally] = {}  # one object per distinct tally
         self.per_task: dict[str, Counter[str]] = {}
         self.judged = self.cache_hits = 0
+        self.repeats: list[dict[str, Any]] = []  # what the flip rates read, per repeated item
         self.status: Counter[str] = Counter()
         self.table: Counter[tuple[str, str]] = Counter()
         self.checked = self.tool_errors = 0
@@ -212,6 +213,9 @@ class _Overview:
             return
         self.status[str(j.status)] += 1
         self.cache_hits += j.cache_hit
+        if j.repeat is not None:
+            judge = {"repeat": j.repeat.to_json(), "scores": dict.fromkeys(j.scores)}
+            self.repeats.append({"id": g.id, "judge": judge})
         if j.status == "scored" and j.verdict in ("match", "mismatch"):
             self.table[(str(j.verdict), "pass" if _tests_passed(g) else "fail")] += 1
 
@@ -303,7 +307,25 @@ def _judge_card(seen: _Overview) -> str:
         f"scored <b>{status['scored']}</b> \u00b7 unscored <b>{status['needs_review']}</b> "
         f"\u00b7 unavailable <b>{status['unavailable']}</b>",
         f"cache hits <b>{seen.cache_hits}</b>",
+        *_flip_lines(flip_rates(seen.repeats)),
     )
+
+
+def _flip_lines(flips: FlipRates | None) -> list[str]:
+    """The two verdict flip rates of ``--judge-repeat``, each named for what it counts."""
+    if flips is None:
+        return []
+    lines = []
+    for rate, what in (
+        (flips.per_judgement, "verdict flip rate per judgement (minority votes / all votes)"),
+        (flips.verdict, "per item (items whose repeated verdicts disagree / items)"),
+    ):
+        if rate is not None:
+            lines.append(
+                f"{_e(what)} <b>{rate.k}/{rate.n}</b> {rate.value:.2f} "
+                f"[{rate.interval.low:.2f}, {rate.interval.high:.2f}]"
+            )
+    return lines
 
 
 def _figures(found: TestsAgreement) -> str:

@@ -235,10 +235,21 @@ def _figures(agree: dict[str, Any]) -> str:
 
 def _flip_line(flips: dict[str, Any]) -> str:
     overall = flips["overall"]
-    text = f"{flips['items']} items, flip rate {_ci(overall['rate'], overall['ci'])}"
+    text = f"{flips['items']} items"
+    per_judgement = flips.get("verdict_flip_rate_per_judgement")
+    if per_judgement:
+        v = per_judgement
+        text += (
+            f"; verdict flip rate per judgement (minority votes/all votes) "
+            f"{v['k']}/{v['n']} {_ci(v['rate'], v['ci'])}"
+        )
     if flips["verdict"]:
         v = flips["verdict"]
-        text += f"; verdict flips {v['k']}/{v['n']} {_ci(v['rate'], v['ci'])}"
+        text += (
+            f"; per item (items whose verdicts disagree/items) "
+            f"{v['k']}/{v['n']} {_ci(v['rate'], v['ci'])}"
+        )
+    text += f"; items with any flip (verdict or a score) {_ci(overall['rate'], overall['ci'])}"
     worst = sorted(flips["criteria"].items(), key=lambda kv: -kv[1]["rate"])[:3]
     if worst:
         text += "; by criterion " + ", ".join(f"{c} {r['rate']:.2f}" for c, r in worst)

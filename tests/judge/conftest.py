@@ -113,6 +113,9 @@ level (status, body shape, error text as the server writes it):
 - :func:`llama_cpp_failing_open`: llama.cpp's ``llama-server`` given a schema it cannot
   turn into a grammar: 200 with free text; with ``json_object`` its generic JSON grammar
   holds, so JSON comes back.
+- :func:`llama_cpp_python`: llama-cpp-python's server (``python -m llama_cpp.server``)
+  answers ``json_schema`` with an HTTP 500 carrying a pydantic validation error, and
+  constrains output by grammar for ``{"type": "json_object", "schema": ...}``.
 - :func:`prose_server`: a server that answers prose whatever it is asked.
 - :func:`lm_studio`: LM Studio refuses ``response_format: json_object`` with a 400 whose
   ``error`` is a bare string: ``'response_format.type' must be 'json_schema' or 'text'``.
@@ -121,6 +124,8 @@ level (status, body shape, error text as the server writes it):
   (``Use 'max_completion_tokens' instead``).
 - :class:`Flipper`: a server whose verdict flips on a random 20 % of items (vLLM at
   temperature 0 without batch invariance changes output with the batch).
+- :class:`JudgementFlipper`: a server that flips a random 20 % of *judgements*, each
+  request on its own (a sampling judge at its default temperature).
 """
 
 PROSE = "Sure! Looking at this function, it seems correct and readable. I'd give it a 4/5."
@@ -132,11 +137,13 @@ def _rung(body: dict[str, Any]) -> str:
         return "prompt_only"
     if fmt["type"] == "json_schema":
         return "json_schema" if fmt["json_schema"].get("strict") else "json_schema_nonstrict"
+    if fmt["type"] == "json_object" and "schema" in fmt:
+        return "json_object_schema"
     return str(fmt["type"])
 
 
 def _schema(body: dict[str, Any]) -> dict[str, Any]:
-    found = schema_of(body)
+    found = schema_of(body) or (body.get("response_format") or {}).get("schema")
     return default_schema() if found is None else found
 
 
@@ -150,10 +157,35 @@ def strict_server(body: dict[str, Any]) -> Scripted:
 
 
 def llama_cpp_failing_open(body: dict[str, Any]) -> Scripted:
-    """Free text for ``json_schema`` (grammar failed) and no format; JSON for ``json_object``."""
+    """Free text for a schema (grammar failed) and no format; JSON for plain ``json_object``."""
     if _rung(body) == "json_object":
         return _ok(json.dumps(valid_reply(_schema(body))), fingerprint="b4000-llama")
     return _ok(PROSE, fingerprint="b4000-llama")
+
+
+LLAMA_CPP_PYTHON_500 = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"/srv/venv/lib/python3.11/"
+    "site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n"
+    "    POST /v1/chat/completions"
+)
+"""The body's message, as llama-cpp-python 0.3.36 sends it for ``response_format: json_schema``."""
+
+
+def llama_cpp_python(body: dict[str, Any]) -> Scripted:
+    """llama-cpp-python 0.3.36: HTTP 500 for ``json_schema`` (its request model allows only
+    ``text`` and ``json_object``); ``json_object`` + ``schema`` is grammar-constrained (valid);
+    plain ``json_object`` is some JSON object; no format is prose."""
+    rung = _rung(body)
+    if rung.startswith("json_schema"):
+        error = {"message": LLAMA_CPP_PYTHON_500, "type": "internal_server_error"}
+        return Scripted(500, {"error": {**error, "param": None, "code": None}})
+    if rung == "json_object_schema":
+        return _ok(json.dumps(valid_reply(_schema(body))), fingerprint=None)
+    if rung == "json_object":
+        return _ok(json.dumps({"name": "add", "description": "adds"}), fingerprint=None)
+    return _ok(PROSE, fingerprint=None)
 
 
 def prose_server(body: dict[str, Any]) -> Scripted:
@@ -163,7 +195,7 @@ def prose_server(body: dict[str, Any]) -> Scripted:
 
 def lm_studio(body: dict[str, Any]) -> Scripted:
     """400 for ``json_object`` (a bare-string error, as LM Studio sends it); else valid."""
-    if _rung(body) == "json_object":
+    if _rung(body).startswith("json_object"):
         return Scripted(400, {"error": "'response_format.type' must be 'json_schema' or 'text'"})
     return _ok(json.dumps(valid_reply(_schema(body))), fingerprint=None)
 
@@ -225,6 +257,32 @@ class Flipper:
         return _ok(json.dumps(valid_reply(_schema(body), verdict=verdict)))
 
 
+class JudgementFlipper:
+    """Valid replies; each *judgement* (request) independently answers ``mismatch`` with
+    probability ``share`` and ``match`` otherwise, decided from a hash of (seed, item,
+    nth request for the item), so the outcome does not depend on thread scheduling.
+    ``flips[item]`` counts each item's flipped judgements, ``asked[item]`` its requests."""
+
+    def __init__(self, share: float = 0.2, seed: int = 27) -> None:
+        self.share = share
+        self.seed = seed
+        self._lock = threading.Lock()
+        self.flips: dict[str, int] = {}
+        self.asked: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> Scripted:
+        user = body["messages"][1]["content"]
+        item = hashlib.sha256(user.encode()).hexdigest()
+        with self._lock:
+            nth = self.asked.get(item, 0)
+            self.asked[item] = nth + 1
+            draw = hashlib.sha256(f"{self.seed}:{item}:{nth}".encode()).digest()
+            flip = int.from_bytes(draw[:8], "big") / 2**64 < self.share
+            self.flips[item] = self.flips.get(item, 0) + flip
+        verdict = "mismatch" if flip else "match"
+        return _ok(json.dumps(valid_reply(_schema(body), verdict=verdict)))
+
+
 def serve(server: ScriptedServer, responder: Responder) -> ScriptedServer:
     """Point ``server`` at ``responder``."""
     server.responder = responder
@@ -237,10 +295,12 @@ def quirks() -> types.SimpleNamespace:
     return types.SimpleNamespace(
         strict=strict_server,
         llama_cpp=llama_cpp_failing_open,
+        llama_cpp_python=llama_cpp_python,
         prose=prose_server,
         lm_studio=lm_studio,
         reasoning=reasoning_model,
         Flipper=Flipper,
+        JudgementFlipper=JudgementFlipper,
         PROSE=PROSE,
         rung=_rung,
     )

@@ -123,3 +123,12 @@ def test_layers_import_no_other_gradebox_layer():
                 if package == "rubrics":
                     assert "judge" not in roots, f"{path}: rubrics must not import judge"
                 assert roots & (allowed | forbidden) <= allowed
+
+
+def test_the_request_timeout_can_be_raised_for_slow_local_servers():
+    env = {"GRADEBOX_JUDGE_BASE_URL": "http://127.0.0.1:8000/v1", "GRADEBOX_JUDGE_MODEL": "m"}
+    assert JudgeConfig.from_env(env).timeout_s == 60.0
+    assert JudgeConfig.from_env({**env, "GRADEBOX_JUDGE_TIMEOUT_S": "600"}).timeout_s == 600.0
+    for bad in ("ten", "0", "-1", "nan"):
+        with pytest.raises(JudgeConfigError):
+            JudgeConfig.from_env({**env, "GRADEBOX_JUDGE_TIMEOUT_S": bad})

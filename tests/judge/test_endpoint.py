@@ -103,13 +103,15 @@ def test_backoff_grows_without_retry_after(server, make_judge, item):
 
 def test_slow_reply_times_out_and_is_retried(server, make_judge, item):
     slow = server.ok_json(server.valid())
-    slow.delay = 1.0
+    slow.delay = 8.0
     server.push(slow)
     started = time.monotonic()
-    result = make_judge(timeout_s=0.2).judge_one(item())
+    result = make_judge(timeout_s=1.0).judge_one(item())
     assert result.status == "scored"
-    assert result.attempts == 2
-    assert time.monotonic() - started < 1.0
+    # the slow first reply was given up on: a busy machine may make a later attempt time out
+    # too, but never makes the judge wait the 8 s the first one would have taken
+    assert result.attempts >= 2
+    assert time.monotonic() - started < 7.0
 
 
 def test_every_attempt_timing_out_is_unavailable(server, make_judge, item):
@@ -184,9 +186,10 @@ def test_a_lower_rungs_reply_is_validated_all_the_same(server, make_judge, item)
 def test_every_rung_refused_is_unavailable(server, make_judge, item):
     server.responder = lambda body: server.error(400, "response_format is not supported at all")
     result = make_judge().judge_one(item())
-    assert (result.status, result.reason_code, result.attempts) == ("unavailable", "rejected", 4)
+    assert (result.status, result.reason_code, result.attempts) == ("unavailable", "rejected", 5)
     formats = [b.get("response_format", {}).get("type") for b in server.bodies()]
-    assert formats == ["json_schema", "json_schema", "json_object", None]
+    assert formats == ["json_schema", "json_schema", "json_object", "json_object", None]
+    assert "schema" in server.bodies()[2]["response_format"]  # llama-cpp-python's form
 
 
 # -- error mapping (unit, through httpx.MockTransport) ------------------------------------

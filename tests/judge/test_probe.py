@@ -59,6 +59,7 @@ def test_llama_cpp_failing_open_is_caught_by_validation_not_by_status(
     assert [(t.rung, t.outcome) for t in report.trials] == [
         ("json_schema", "invalid"),
         ("json_schema_nonstrict", "invalid"),
+        ("json_object_schema", "invalid"),
         ("json_object", "validated"),
     ]
     assert report.trials[0].detail.startswith("parse_failure")
@@ -73,7 +74,7 @@ def test_a_prose_server_gives_needs_review_never_unavailable(server, probing, it
     judge = probing()
     report = judge.probe()
     assert not report.validated
-    assert [t.outcome for t in report.trials] == ["invalid"] * 4
+    assert [t.outcome for t in report.trials] == ["invalid"] * 5
     # none validated: keep the first rung that answered (a better rung costs nothing)
     assert report.capabilities.rung == "json_schema"
     results = judge.judge_many(_items(item, 3))
@@ -108,10 +109,11 @@ def test_lm_studio_refusal_of_json_object_is_a_rejected_rung(server, probing, qu
     assert [(t.rung, t.outcome) for t in report.trials] == [
         ("json_schema", "invalid"),
         ("json_schema_nonstrict", "invalid"),
+        ("json_object_schema", "rejected"),
         ("json_object", "rejected"),
         ("prompt_only", "validated"),
     ]
-    assert "must be 'json_schema' or 'text'" in report.trials[2].detail
+    assert "must be 'json_schema' or 'text'" in report.trials[3].detail
     assert report.capabilities.rung == "prompt_only"
 
 

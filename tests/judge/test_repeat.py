@@ -41,6 +41,8 @@ def test_a_server_flipping_20_percent_is_measured_at_its_rate(server, make_judge
     low, high = flips.verdict.interval.low, flips.verdict.interval.high
     assert 0.13 < low < 0.2 < high < 0.28  # Wilson, n=200: about +-0.055
     assert flips.to_json()["verdict"]["ci"] == [round(low, 4), round(high, 4)]
+    # per judgement: each flipping item has one minority vote of three
+    assert (flips.per_judgement.k, flips.per_judgement.n) == (len(flipper.flipping), 600)
     # every flipped item carries the majority and the agreement; the rest are unanimous
     flipped = [r for r in results if r.repeat is not None and r.repeat.flipped]
     assert len(flipped) == flips.verdict.k
@@ -49,6 +51,41 @@ def test_a_server_flipping_20_percent_is_measured_at_its_rate(server, make_judge
         assert sorted(r.repeat.verdicts) == ["match", "match", "mismatch"]
         assert r.unscored and not r.mismatch  # a passing sample goes to needs_review
     assert all(r.repeat.agreement == 1.0 for r in results if not r.repeat.flipped)
+
+
+def test_a_server_flipping_20_percent_of_judgements_measures_0_2_per_judgement(
+    server, make_judge, item, quirks
+):
+    flipper = quirks.JudgementFlipper(share=0.2, seed=27)
+    server.responder = flipper
+    n, repeats = 60, 5
+    results = make_judge(repeat=repeats, concurrency=8).judge_many(_items(item, n))
+    rows = [{"id": f"s{i}", "judge": r.to_row()} for i, r in enumerate(results)]
+    flips = flip_rates(rows)
+    per_judgement, per_item = flips.per_judgement, flips.verdict
+    # What was measured is what the server did: an item's minority is its flips, or its
+    # non-flips where flips won.
+    minority = sum(min(k, repeats - k) for k in flipper.flips.values())
+    assert (per_judgement.k, per_judgement.n) == (minority, n * repeats)
+    assert 0.2 in per_judgement.interval, per_judgement
+    # Per item is another question: with 5 repeats most items see at least one flip.
+    assert per_item.n == n and 0.2 not in per_item.interval and per_item.value > 0.6, per_item
+    data = flips.to_json()
+    assert data["verdict_flip_rate_per_item"] == data["verdict"] == per_item.to_json()
+    assert data["verdict_flip_rate_per_judgement"] == per_judgement.to_json()
+    from gradebox.runs.summary import format_summary, summarize
+
+    summary = summarize(
+        [{**_graded(r), "id": f"s{i}", "fn": "is_even"} for i, r in enumerate(results)]
+    )
+    text = format_summary(summary, seconds=1.0, backend="none")
+    assert f"per judgement (minority votes/all votes) {minority}/{n * repeats}" in text
+    assert f"per item (items whose verdicts disagree/items) {per_item.k}/{n}" in text
+
+
+def _graded(result):
+    grade = Grade("x", "is_even", Verdict("pass", "ok"), _tests_report(["ok"]), None, result)
+    return grade.to_row()
 
 
 def test_repeats_bypass_the_cache_which_keeps_all_n(server, make_judge, item, tmp_path):
@@ -168,3 +205,49 @@ def test_a_panel_keeps_the_majority_and_a_split_is_unscored():
     assert not partial.split and partial.panel[2].verdict is None
     row = partial.to_row()
     assert JudgeResult.from_row(row).to_row() == row
+
+
+def _repeated_rows():
+    rubric = rubrics.load("default")
+    scores = dict.fromkeys(rubric.criterion_ids, 4)
+    wobbly = combine(
+        [_scored("match", scores), _scored("mismatch", scores), _scored("match", scores)], rubric
+    )
+    steady = combine([_scored("match", scores)] * 3, rubric)
+    return [
+        Grade(
+            f"s{i}",
+            "is_even",
+            decide(_tests_report(["ok"]), None, j),
+            _tests_report(["ok"]),
+            None,
+            j,
+        )
+        for i, j in enumerate([wobbly, steady])
+    ]
+
+
+def test_both_flip_rates_are_in_the_html_report_and_judge_agree(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from gradebox.cli import cli
+    from gradebox.reports.html import render_html
+
+    grades = _repeated_rows()
+    page = render_html(grades, None)
+    assert "verdict flip rate per judgement (minority votes / all votes) <b>1/6</b>" in page
+    assert "per item (items whose repeated verdicts disagree / items) <b>1/2</b>" in page
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(g.to_row()) + "\n" for g in grades))
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": "s0", "verdict": "match"}\n{"id": "s1", "verdict": "match"}\n')
+    args = ["judge", "agree", "--labels", str(labels), str(results)]
+    text = CliRunner().invoke(cli, args)
+    assert text.exit_code == 0, text.output
+    assert "verdict flip rate per judgement (minority/all votes) 1/6 0.17" in text.output
+    assert "verdict flip rate per item (items that flipped/items) 1/2 0.50" in text.output
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert data["flips"]["verdict_flip_rate_per_judgement"]["k"] == 1
+    assert data["flips"]["verdict_flip_rate_per_item"]["n"] == 2

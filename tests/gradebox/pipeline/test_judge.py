@@ -528,7 +528,7 @@ def test_a_server_answering_prose_gives_needs_review_not_unavailable(server, tmp
     assert (judge["status"], judge["reason_code"]) == ("needs_review", "parse_failure")
     assert (rows["good"]["verdict"], rows["good"]["reason"]) == ("needs_review", "judge:unscored")
     assert "unreachable" not in stderr
-    assert len(server.bodies) == 4 + 1  # every rung tried by the probe, then the judgement
+    assert len(server.bodies) == 5 + 1  # every rung tried by the probe, then the judgement
 
 
 def test_a_model_refusing_temperature_zero_runs_repeated_and_says_so(server, tmp_path):
