@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from sandbox.backends import Launch
 from sandbox.types import Limits
@@ -31,19 +31,22 @@ def read_job():
         got += os.read(0, n - len(got))
     return json.loads(got)
 REPLY = {"obs": [{"status": "returned", "value": 2}], "stdout": "", "stderr": "", "recycle": False}
+def sent():
+    open(__file__ + ".sent", "w").close()  # the test's event: what it sent is in the pipe
 send({"ready": True, "python": "3"})
 """
 
 SCRIPTS = {
     # Forged reply sitting in the pipe before the job is even sent.
-    "reply_before_job": "send(REPLY); send({'done': True, 'clean': True}); time.sleep(30)",
+    "reply_before_job": "send(REPLY); send({'done': True, 'clean': True}); sent(); time.sleep(30)",
     # Answers after reading only the header of the job (the rest still unsent).
     "reply_mid_job": (
         "os.read(0, 4); send(REPLY); send({'done': True, 'clean': True}); time.sleep(30)"
     ),
     # A correct exchange, then a second reply queued for the next job.
     "bytes_after_done": (
-        "read_job(); send(REPLY); send({'done': True, 'clean': True}); send(REPLY); time.sleep(30)"
+        "read_job(); send(REPLY); send({'done': True, 'clean': True}); send(REPLY); sent(); "
+        "time.sleep(30)"
     ),
     # The reply never followed by init's done.
     "no_done": "read_job(); send(REPLY); send(REPLY); time.sleep(30)",
@@ -72,7 +75,7 @@ LIM = Limits(candidate_timeout_s=2.0)
 def test_bytes_waiting_before_the_job_taint_the_worker(tmp_path, spawner):
     w = _worker(tmp_path, "reply_before_job", spawner)
     try:
-        time.sleep(0.3)  # let the forgery arrive
+        wait_until((tmp_path / "reply_before_job.py.sent").exists, what="the forgery")
         with pytest.raises(WorkerTainted):
             w.serve(JOB, LIM)
     finally:
@@ -94,7 +97,7 @@ def test_bytes_after_done_recycle_the_worker(tmp_path, spawner):
     try:
         reply = w.serve(JOB, LIM)
         assert reply["obs"][0]["value"] == 2
-        time.sleep(0.2)
+        wait_until((tmp_path / "bytes_after_done.py.sent").exists, what="the extra reply")
         # The reply itself came in order; the extra one must never serve a later job:
         # either the worker is marked for recycling at once, or the next job refuses it.
         if not w.recycle:

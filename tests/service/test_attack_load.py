@@ -3,8 +3,9 @@
 Each test is the attack and its control in one: one client misbehaves (a huge
 body, a body a byte at a time, a sample slow to gate, a huge run, many grades)
 and another client, or the same one, must still be answered promptly. Times are
-judged against a control request measured in the same test, with a generous
-floor, never against a fixed figure alone.
+judged against a control request, or the attack itself, measured in the same
+test (a busy machine stretches both), with a generous floor, never against a
+fixed figure alone; where an outcome or an order of events decides, it does.
 """
 
 from __future__ import annotations
@@ -75,16 +76,19 @@ async def test_huge_jsonl_body_does_not_stall_other_clients(kit):
         )
         assert r.status_code == 413 and "too many samples" in r.json()["detail"]
         assert health.status_code == 200
-        assert waited < max(0.5, 20 * control), (waited, control, spent)
+        # On the loop, the probe waits for the whole body (it is answered after it); off it,
+        # at once. A busy machine stretches the attack too, hence its half as a floor.
+        assert waited < max(0.5, 20 * control, spent / 2), (waited, control, spent)
 
 
 async def test_a_full_valid_run_is_checked_off_the_event_loop(kit):
     samples = [
         {"fn": "is_even", "code": f"def is_even(n):\n    return {i} > 0\n"} for i in range(10_000)
     ]
-    async with kit.running(rate_burst=10_000) as svc:
+    # The parse budget (5 s) is not what is tested, and 10,000 samples near it on a busy machine.
+    async with kit.running(rate_burst=10_000, parse_budget_s=120) as svc:
         control = await _control(svc)
-        (_, r), (waited, health) = await _while(
+        (spent, r), (waited, health) = await _while(
             svc,
             lambda: svc.client.post("/v1/runs", json=samples, headers=svc.grader),
             lambda: svc.client.get("/healthz"),
@@ -92,7 +96,7 @@ async def test_a_full_valid_run_is_checked_off_the_event_loop(kit):
         assert r.status_code == 202, r.text
         await svc.client.delete(f"/v1/runs/{r.json()['id']}", headers=svc.grader)
         assert health.status_code == 200
-        assert waited < max(0.5, 20 * control), (waited, control)
+        assert waited < max(0.5, 20 * control, spent / 2), (waited, control, spent)
 
 
 async def test_a_sample_slow_to_gate_does_not_hold_up_another_task(kit):
@@ -119,16 +123,21 @@ async def test_a_sample_slow_to_gate_does_not_hold_up_another_task(kit):
         # The heavy samples gate for about a second together; another task's grade must
         # not wait behind them (under one shared lock it waited for all four; in threads,
         # with no lock, ~1.3 s for the GIL: the front now runs in worker processes).
-        assert waited < max(0.6, 5 * control), (waited, control, spent)
-        assert waited < spent / 2, (waited, spent)
+        # Decided against the attack's own time (a busy machine stretches both): behind
+        # the heavy samples the grade waited about as long as they took.
+        assert waited < spent / 2, (waited, control, spent)
 
 
 async def test_extract_and_gate_have_a_time_budget(kit):
+    async with kit.running(front_budget_s=300) as svc:  # the control: the same grade, no budget
+        control, r = await _timed(svc.client.post("/v1/grade", json=HEAVY, headers=svc.grader))
+        assert r.json()["infra_error"] is None, r.text  # gated and run (it fails two cases)
     async with kit.running(front_budget_s=0.05) as svc:
         spent, r = await _timed(svc.client.post("/v1/grade", json=HEAVY, headers=svc.grader))
         row = r.json()
         assert row["verdict"] == "needs_review" and row["infra_error"] == INFRA_MESSAGE
-        assert spent < 0.25, spent  # about 0.3 s without the budget
+        # ~0.05 s against ~0.3 s quiet (both stretch on a busy machine): not waited out.
+        assert spent < control / 2, (spent, control)
         too_long = HEAVY | {"code": HEAVY["code"] * 2}
         r = await svc.client.post("/v1/grade", json=too_long, headers=svc.grader)
         assert r.status_code == 422 and r.json()["problems"][0]["pointer"] == "/code"
@@ -165,7 +174,7 @@ def test_gate_from_many_threads_is_right_under_w_error():
 
 async def test_slowloris_body_gets_408_and_holds_no_slot(kit):
     async def one_byte_at_a_time():
-        for _ in range(20):  # 5 s if nothing stops it
+        for _ in range(40):  # 10 s if nothing stops it
             yield b" "
             await anyio.sleep(0.25)
 
@@ -177,8 +186,8 @@ async def test_slowloris_body_gets_408_and_holds_no_slot(kit):
             delay=0.3,
         )
         assert r.status_code == 200, r.text  # the same token: the slow body held no slot
-        assert slow.status_code == 408, slow.text
-        assert spent < 3.0, spent
+        assert slow.status_code == 408, slow.text  # the whole body would be a 422
+        assert spent < 6.0, spent  # ~1.1 s: the 1 s body timeout, not the 10 s body
 
 
 async def test_slowloris_on_a_real_socket(sandbox, tmp_path):
@@ -209,8 +218,8 @@ async def test_slowloris_on_a_real_socket(sandbox, tmp_path):
             t0 = time.perf_counter()
             await stream.send(head.encode())
             reply = b""
-            with anyio.move_on_after(6):
-                for _ in range(100):  # one byte every 0.2 s: 20 s if nothing stops it
+            with anyio.move_on_after(60):  # a hang bound; the 408 decides
+                for _ in range(100):  # one byte every 0.2 s and a grade: 20 s or more
                     try:
                         await stream.send(b" ")
                         with anyio.move_on_after(0.2):
@@ -227,7 +236,9 @@ async def test_slowloris_on_a_real_socket(sandbox, tmp_path):
             await stream.aclose()
         server.should_exit = True
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
-    assert spent < 4.0, spent
+    # ~1.5 s: the 1 s body timeout; the whole body (100 bytes, each after a grade) takes
+    # 20 s or more, so a busy machine's slower grades stay far from it.
+    assert spent < 12.0, spent
 
 
 async def test_a_small_run_is_not_stuck_behind_another_tokens_big_run(kit):
@@ -237,13 +248,12 @@ async def test_a_small_run_is_not_stuck_behind_another_tokens_big_run(kit):
         a = (await svc.client.post("/v1/runs", json=big, headers=svc.grader)).json()["id"]
         await anyio.sleep(0.3)
         b = (await svc.client.post("/v1/runs", json=[GOOD] * 2, headers=svc.other)).json()["id"]
-        t0 = time.perf_counter()
-        done = await svc.wait_run(b, svc.other)
-        waited = time.perf_counter() - t0
+        done = await svc.wait_run(b, svc.other, timeout=120)
         assert done["status"] == "done"
+        # The order of events decides, not a clock: B is done while A is barely started
+        # (behind A, B would be done only after A's 30 samples).
         progress = (await svc.client.get(f"/v1/runs/{a}", headers=svc.grader)).json()
         assert progress["status"] == "running" and progress["done"] <= 15, progress
-        assert waited < 2.5, waited  # A alone needs ~3 s more
         await svc.client.delete(f"/v1/runs/{a}", headers=svc.grader)
 
 
@@ -315,14 +325,13 @@ def test_a_sample_past_its_budget_has_its_worker_killed_and_replaced() -> None:
         t0 = time.perf_counter()
         failed = pool.check(stuck, budget_s=0.1)
         assert isinstance(failed, FrontFailure) and failed.reason == "budget", failed
-        assert time.perf_counter() - t0 < 0.5
-        t0 = time.perf_counter()
+        assert time.perf_counter() - t0 < 3.0  # the budget, not the ~6 s (or more) of gating
+        # The good job's budget decides: were the one worker waited for (6 s of gating or
+        # more), not killed and replaced (~0.1 s), this would be a "budget" failure.
         found = pool.check(good, budget_s=3.0)
-        waited = time.perf_counter() - t0
         assert isinstance(found, FrontResult), found
         assert (found.extraction.contract, found.gate.claim, found.gate.fired) == (
             "ok", "held", False)  # fmt: skip
-        assert waited < 1.5, waited  # the one worker was killed and replaced, not waited for
         assert pickle.loads(pickle.dumps(found)) == found
     finally:
         pool.close()

@@ -62,7 +62,7 @@ class Server:
             self.proc = subprocess.Popen(argv, stdout=stdout, stderr=self.log)
         _STARTED.append(self.proc)
         # Start-up: the sandbox self-check and warm static tools (~20 s at load 20 on 2 cores).
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240  # a hang bound: 120 s was seen at load 22 on 2 cores
         while True:
             try:
                 if httpx.get(f"{self.url}/readyz").status_code == 200:

@@ -30,7 +30,7 @@ TASK = {
 @pytest.fixture
 def cached_static(tmp_path) -> Iterator[tuple[StaticService, Path]]:
     cache = tmp_path / "static-cache"
-    service = StaticService(sessions=1, cache_dir=cache)
+    service = StaticService(sessions=1, cache_dir=cache, start_timeout_s=300)  # a hang bound
     try:
         yield service, cache
     finally:

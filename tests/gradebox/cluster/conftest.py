@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from distributed import Client
+from waiting import wait_until
 
 from gradebox.cluster.worker import EVENT_TOPIC, resource_name
 
@@ -39,6 +40,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in JUDGE_ENV}
     env.update(extra)
     return env
+
+
+def _address(file: Path) -> str | None:
+    """The scheduler's address from its file, once the file holds a whole JSON document."""
+    try:
+        return str(json.loads(file.read_text())["address"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 class DaskCluster:
@@ -66,12 +75,10 @@ class DaskCluster:
             "scheduler",
             env,
         )
-        deadline = time.monotonic() + 30
-        while not file.exists() or not file.read_text().strip():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.1)
-        time.sleep(0.2)
-        self.address = json.loads(file.read_text())["address"]
+        # Until the file holds the whole document (it is written, not renamed, into place).
+        self.address = wait_until(
+            lambda: _address(file), timeout=60, what="the scheduler to write its address"
+        )
         self.client = Client(self.address, timeout=30)
 
     def _spawn(self, argv: list[str], name: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -86,7 +93,7 @@ class DaskCluster:
         proc = self._spawn([GRADEBOX, "worker", self.address, *args], "worker", clean_env())
         self.workers.append(proc)
         if wait:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120  # a hang bound: it starts and proves a sandbox
             while len(self.ready(args_backend(args))) <= len(before):
                 assert proc.poll() is None, f"worker exited {proc.returncode}"
                 assert time.monotonic() < deadline, "the worker never became ready"
@@ -156,10 +163,28 @@ def grade(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _roomy_hidden(where: Path) -> Path:
+    """examples/hidden.jsonl with every case limit five times as long, written in ``where``.
+
+    fib(30) done naively takes ~0.3 s against its 1 s limit: on a busy machine one pool
+    judged it ``ok`` and the other ``timeout``. The rows compared are the pools', not the
+    machine's speed; fib(300) still never ends (it costs 5 s instead of 1 s).
+    """
+    lines = []
+    for line in (EXAMPLES / "hidden.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        if "timeout_s" in case:
+            case["timeout_s"] *= 5
+        lines.append(json.dumps(case))
+    path = where / "hidden-roomy.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def example_args(out: Path, *extra: str) -> list[str]:
     return [
         "--hidden",
-        str(EXAMPLES / "hidden.jsonl"),
+        str(_roomy_hidden(out.parent)),
         "--public",
         str(EXAMPLES / "public.jsonl"),
         "--samples",

@@ -48,7 +48,15 @@ def test_no_public_no_leak():
 def test_a_pathological_spec_is_searched_quickly():
     import time
 
+    # CPU time of this thread, not a wall time: other processes on a busy machine do not
+    # count. A backtracking search takes far more than a second here however often it is
+    # tried; a linear one takes ~10 ms, so up to three tries absorb a cache-cold outlier.
     spec = "f(0)" + " =" * 20_000 + " 1" + "f(0) is" * 5_000
-    t0 = time.monotonic()
-    assert find_leaks("f", [make_case("f", 0, expect=0)], _task(spec=spec)) == []
-    assert time.monotonic() - t0 < 1.0
+    spent = []
+    for _ in range(3):
+        start = time.thread_time()
+        assert find_leaks("f", [make_case("f", 0, expect=0)], _task(spec=spec)) == []
+        spent.append(time.thread_time() - start)
+        if spent[-1] < 1.0:
+            return
+    raise AssertionError(f"the search took {min(spent):.2f} s of CPU ({spent})")
