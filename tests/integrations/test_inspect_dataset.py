@@ -159,7 +159,7 @@ def test_the_readme_task_builds_on_a_task_set(taskset):
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert len(code.splitlines()) <= 10
     scope: dict[str, object] = {}
-    exec(compile(code.replace("tasks/he", str(taskset)), "README.md", "exec"), scope)
+    exec(compile(code.replace("/tmp/he", str(taskset)), "README.md", "exec"), scope)
     task = scope["humaneval"]()  # type: ignore[operator]
     assert [s.id for s in task.dataset] == ["is_even", "mean", "worker"]
     assert task.epochs == 5 and len(task.epochs_reducer) == 2
