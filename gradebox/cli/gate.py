@@ -22,6 +22,7 @@ from gradebox.patches.inputs import load_gates, load_swebench, parse_ids, read_t
 from gradebox.patches.outputs import comment, junit, sarif, swebench_report
 from gradebox.patches.rules import Origin, RuleReader, parse_id_lines
 from gradebox.patches.staticdiff import StaticSettings
+from gradebox.runs.private import private_text
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
@@ -374,7 +375,7 @@ class _open:
         if self._path is None:
             return sys.stdout
         try:
-            self._fh = self._path.open("w", encoding="utf-8")
+            self._fh = private_text(self._path)  # rows name the hidden tests: 0600
         except OSError as exc:
             raise SetupError(f"cannot write {self._path}: {exc}") from exc
         return self._fh

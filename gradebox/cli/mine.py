@@ -16,6 +16,7 @@ from gradebox.cli.options import sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 from gradebox.mine import MineConfig, Miner, Outcome, report, summary_line
 from gradebox.patches.env import default_cache
+from gradebox.runs.private import private_text
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
@@ -186,7 +187,8 @@ class _sink:
 
     def __init__(self, path: Path) -> None:
         try:
-            self._fh: IO[str] = path.open("w", encoding="utf-8")
+            # the gold patches and the hidden tests: the owner's only (0600)
+            self._fh: IO[str] = private_text(path)
         except OSError as exc:
             raise SetupError(f"cannot write {path}: {exc}") from exc
 
@@ -199,7 +201,8 @@ class _sink:
 
 def _write(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
+        with private_text(path) as fh:
+            fh.write(text)
     except OSError as exc:
         raise SetupError(f"cannot write {path}: {exc}") from exc
 

@@ -33,6 +33,7 @@ from gradebox.reports.assets import CSS as _CSS
 from gradebox.reports.assets import JS as _JS
 from gradebox.reports.junit import verdict_message
 from gradebox.runs.passk import PassKReport, Tally, estimate_tallies, format_value
+from gradebox.runs.private import private_text
 from sandbox.types import CaseOutcome
 
 __all__ = ["MAX_SAMPLES", "render_html", "write_html"]
@@ -143,7 +144,8 @@ def write_html(
         ks=ks,
         max_samples=max_samples,
     )
-    Path(path).write_text(text, encoding="utf-8")
+    with private_text(Path(path)) as fh:  # per-case outcomes and code: the owner's only
+        fh.write(text)
 
 
 # --- cards -----------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import IO, Any, Literal
 
 from gradebox.grade import Grade
 from gradebox.runs.passk import pass_at_k
+from gradebox.runs.private import private_binary
 
 __all__ = ["CaseState", "NotRun", "case_state", "to_junit", "verdict_message", "write_junit"]
 
@@ -131,7 +132,7 @@ def write_junit(
             suite = suites.get(task) or suites.setdefault(task, _Suite())
             for item in items:
                 suite.add(None, _missing(task, item), spool)
-        with Path(path).open("wb") as fh:
+        with private_binary(Path(path)) as fh:  # failure messages: the owner's only
             _write(fh, spool, name, {task: suites[task] for task in sorted(suites)})
 
 

@@ -33,6 +33,7 @@ from gradebox.model import Sample
 from gradebox.runs.config import RunConfig
 from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
 from gradebox.runs.inputs import SampleFile, sample_ids
+from gradebox.runs.private import private_text
 from gradebox.runs.rundir import HASH_FIELD, RunDir, atomic_writer
 
 __all__ = ["LazySources", "Plan", "Reports", "RunOutput"]
@@ -226,13 +227,13 @@ class RunOutput:
             spool: IO[str] | None = None
             target = Path(self.config.out) if self.config.out is not None else None
             if target is not None:
-                out = stack.enter_context(target.open("w", encoding="utf-8"))
+                out = stack.enter_context(private_text(target))
             if target is not None and target.is_file():
                 self._written = target  # read back from there
             else:  # stdout or a pipe: a private copy to read back
                 self._spool = tempfile.TemporaryDirectory(prefix="gradebox-rows-")
                 self._written = Path(self._spool.name) / "rows.jsonl"
-                spool = stack.enter_context(self._written.open("x", encoding="utf-8"))
+                spool = stack.enter_context(private_text(self._written, "x"))
             run = stack.enter_context(self.run.append_results()) if self.run else None
             yield out, spool, run
 

@@ -51,6 +51,7 @@ from typing import IO, Any, get_args
 from gradebox.errors import BadInput
 from gradebox.grade import Grade
 from gradebox.runs.passk import is_infra
+from gradebox.runs.private import private_dir, private_text
 from sandbox.cases import read_jsonl
 from sandbox.errors import InputError
 from sandbox.types import CaseOutcome
@@ -335,7 +336,7 @@ class RunDir:
 
     def create(self) -> None:
         """Create the directory (and parents) if missing."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every row that parses, in file order (a torn or bad line is skipped)."""
@@ -427,7 +428,7 @@ class RunDir:
     def append_results(self) -> Iterator[ResultsWriter]:
         """Open ``results.jsonl`` for appending rows one by one."""
         self.create()
-        with self.results.open("a", encoding="utf-8") as fh:
+        with private_text(self.results, "a") as fh:
             yield ResultsWriter(fh)
 
     def read_fingerprints(self) -> dict[str, dict[str, str]]:
