@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,12 +53,7 @@ class TreeCap:
 
     def create(self, memory_bytes: int, max_pids: int) -> CgroupTree:
         """Create one worker's cgroup(s) with these limits."""
-        name = f"gradebox-{os.getpid()}-{next(_COUNTER)}"
-        dirs = [self.memory_parent / name]
-        if self.pids_parent != self.memory_parent:
-            dirs.append(self.pids_parent / name)
-        for d in dirs:
-            d.mkdir()
+        dirs = self._make_dirs()
         if self.v2:
             _write(dirs[0] / "memory.max", str(memory_bytes))
             _write(dirs[0] / "memory.swap.max", "0", optional=True)
@@ -68,6 +64,31 @@ class TreeCap:
             _write(dirs[1] / "pids.max", str(max_pids))
         counters = tuple(d / f for d in dirs for f in _COUNTERS if (d / f).exists())
         return CgroupTree(tuple(dirs), counters)
+
+    def _make_dirs(self) -> list[Path]:
+        """This worker's new directories, under a name nobody has used.
+
+        The name carries random bits: a process killed before it removed its
+        cgroup leaves ``gradebox-<pid>-<n>`` behind, and a later process given
+        the same pid would otherwise collide with it (seen after killed test runs).
+        """
+        for _ in range(8):
+            name = f"gradebox-{os.getpid()}-{next(_COUNTER)}-{secrets.token_hex(4)}"
+            dirs = [self.memory_parent / name]
+            if self.pids_parent != self.memory_parent:
+                dirs.append(self.pids_parent / name)
+            made: list[Path] = []
+            try:
+                for d in dirs:
+                    d.mkdir()
+                    made.append(d)
+            except FileExistsError:
+                for d in made:
+                    with contextlib.suppress(OSError):
+                        d.rmdir()
+                continue
+            return dirs
+        raise FileExistsError(f"no free cgroup name under {self.memory_parent}")
 
 
 #: The counter files :meth:`CgroupTree.hits` reads: what each counts, and its keys (a
