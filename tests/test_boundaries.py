@@ -63,7 +63,8 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "records": _RECORDS | {"gradebox.pipeline.extract"},
     "gradebox.pipeline": _RECORDS | {"gradebox.pipeline"},
     "gradebox.suite": _RECORDS | {"gradebox.suite"},
-    "gradebox.reports": _RECORDS | {"gradebox.reports", "gradebox.runs.passk", "gradebox.judging"},
+    "gradebox.reports": _RECORDS
+    | {"gradebox.reports", "gradebox.runs.passk", "gradebox.runs.private", "gradebox.judging"},
     "gradebox.judging": _RECORDS | {"gradebox.judging"},
     "gradebox.runs": _RECORDS
     | {"gradebox.runs", "gradebox.pipeline", "gradebox.suite", "gradebox.judging"}
