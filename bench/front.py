@@ -35,7 +35,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from gradebox.model import Sample, Task  # noqa: E402
 from gradebox.pipeline.tests import GradeConfig, Grader  # noqa: E402
-from gradebox.service.front import FrontPool  # noqa: E402
+from gradebox.service.engine.front import FrontPool  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = "def is_even(n):\n    return n % 2 == 0\n" + "y = 1\n" * 21_000

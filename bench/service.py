@@ -13,6 +13,7 @@ for each of ``--modes``, one after the other against the same server:
   grading): the peer figure, what this machine's HTTP stack alone costs;
 - ``tests``: ``static: false, judge: off``;
 - ``static``: ``static: true, judge: off``;
+- ``solo``: ``tests`` with one client: its p50 against the sandbox time the rows report;
 - ``judge``: ``static: true, judge: defer``, against a local OpenAI-compatible
   endpoint this script starts, answering every request after ``--judge-latency``
   seconds (the server runs without a judge cache, so every sample is a request;
@@ -154,7 +155,12 @@ def _start(
 
 
 async def _client(
-    http: httpx.AsyncClient, headers: dict, samples: list[dict], start: int, stop_at: float
+    http: httpx.AsyncClient,
+    headers: dict,
+    samples: list[dict],
+    start: int,
+    stop_at: float,
+    sandbox_ms: list[float],
 ) -> tuple[list[float], int, int]:
     latencies: list[float] = []
     errors = refused = 0
@@ -173,6 +179,8 @@ async def _client(
             continue
         if r.status_code == 200:
             latencies.append(time.perf_counter() - t0)
+            if not sample.get("probe") and isinstance(r.json().get("latency_ms"), int | float):
+                sandbox_ms.append(float(r.json()["latency_ms"]))
         elif r.status_code == 429:
             refused += 1
             await asyncio.sleep(float(r.headers.get("retry-after", "1")) / 10)
@@ -181,11 +189,16 @@ async def _client(
     return latencies, errors, refused
 
 
-async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: str) -> dict:
+async def _load(
+    port: int, tokens: list[str], args: argparse.Namespace, mode: str, pid: int | None = None
+) -> dict:
     samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
     samples = [dict(s, **_MODES[mode]) for s in samples]
-    limits = httpx.Limits(max_connections=args.clients * 2)
+    clients = 1 if mode == "solo" else args.clients
+    limits = httpx.Limits(max_connections=clients * 2)
+    sandbox_ms: list[float] = []
+    cpu0 = _cpu_s(pid)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
     ) as http:
@@ -199,19 +212,22 @@ async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: st
                     samples,
                     c,
                     stop_at,
+                    sandbox_ms,
                 )
-                for c in range(args.clients)
+                for c in range(clients)
             )
         )
         elapsed = time.monotonic() - t0
+    cpu = _cpu_s(pid) - cpu0
     lat = sorted(x for r in results for x in r[0])
+    sandbox_ms.sort()
 
     def pct(p: float) -> float | None:
         return round(lat[min(len(lat) - 1, int(p * len(lat)))] * 1000, 1) if lat else None
 
     return {
         "mode": mode,
-        "clients": args.clients,
+        "clients": clients,
         "seconds": round(elapsed, 1),
         "workers": args.workers,
         "ok": len(lat),
@@ -220,10 +236,23 @@ async def _load(port: int, tokens: list[str], args: argparse.Namespace, mode: st
         "p99_ms": pct(0.99),
         "errors": sum(r[1] for r in results),
         "refused_429": sum(r[2] for r in results),
+        "server_cpu_ms_per_request": round(cpu * 1000 / len(lat), 2) if lat and pid else None,
+        "row_latency_p50_ms": sandbox_ms[len(sandbox_ms) // 2] if sandbox_ms else None,
     }
 
 
-def _cli_rate(args: argparse.Namespace, tmp: Path) -> dict:
+def _cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) the server's own process has used so far (Linux)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cli_rate(args: argparse.Namespace, tmp: Path, *, static: bool = False) -> dict:
     """The CLI's tests-only grading rate on the same samples, net of its start-up.
 
     ``gradebox grade --no-static --no-judge --jobs W`` (W = the server's sandbox
@@ -236,7 +265,10 @@ def _cli_rate(args: argparse.Namespace, tmp: Path) -> dict:
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
     gradebox = Path(sys.executable).with_name("gradebox")
     walls = {}
-    for n in (args.cli_small, args.cli_large):
+    small, large = (args.cli_static_small, args.cli_static_large) if static else (
+        args.cli_small, args.cli_large)  # fmt: skip
+    layers = [] if static else ["--no-static"]
+    for n in (small, large):
         path = tmp / f"cli-{n}.jsonl"
         with path.open("w") as out:
             for i in range(n):
@@ -245,20 +277,22 @@ def _cli_rate(args: argparse.Namespace, tmp: Path) -> dict:
         argv = [
             str(gradebox), "grade", "--hidden", str(EXAMPLES / "hidden.jsonl"),
             "--public", str(EXAMPLES / "public.jsonl"), "--samples", str(path),
-            "--out", str(tmp / f"cli-{n}.out"), "--no-static", "--no-judge",
+            "--out", str(tmp / f"cli-{n}.out"), *layers, "--no-judge",
             "--jobs", str(args.workers),
         ]  # fmt: skip
         t0 = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         walls[n] = time.perf_counter() - t0
-    extra = walls[args.cli_large] - walls[args.cli_small]
-    rate = (args.cli_large - args.cli_small) / max(1e-9, extra)
-    return {"mode": "cli", "workers": args.workers, "samples_per_s": round(rate, 1), "walls": walls}
+    extra = walls[large] - walls[small]
+    rate = (large - small) / max(1e-9, extra)
+    mode = "cli-static" if static else "cli"
+    return {"mode": mode, "workers": args.workers, "samples_per_s": round(rate, 1), "walls": walls}
 
 
 _MODES: dict[str, dict] = {
     "floor": {"probe": True},
     "tests": {"static": False, "judge": "off"},
+    "solo": {"static": False, "judge": "off"},
     "static": {"static": True, "judge": "off"},
     "judge": {"static": True, "judge": "defer"},
 }
@@ -286,7 +320,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--modes",
-        default="floor,tests,static,judge",
+        default="floor,tests,solo,static,judge",
         help="comma-separated, measured one after the other against the same server: "
         "floor (GET /healthz), tests (static: false), static (static: true), "
         "judge (static: true, judge: defer against the local endpoint)",
@@ -302,6 +336,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--cli-small", type=int, default=200, help=argparse.SUPPRESS)
     parser.add_argument("--cli-large", type=int, default=1200, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-static-small", type=int, default=20, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-static-large", type=int, default=80, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gradebox-bench-") as tmp:
@@ -328,7 +364,7 @@ def main() -> None:
             runs = []
             for mode in modes:
                 before = served[0]
-                figures = asyncio.run(_load(port, tokens, args, mode))
+                figures = asyncio.run(_load(port, tokens, args, mode, proc.pid))
                 figures["judge_requests"] = served[0] - before
                 runs.append(figures)
         finally:
@@ -338,8 +374,10 @@ def main() -> None:
                 judge.shutdown()
         # After the server has stopped: the CLI has the machine to itself, as the server had.
         cli = None if args.no_cli_peer else _cli_rate(args, Path(tmp))
+        with_static = cli is not None and "static" in modes
+        cli_static = _cli_rate(args, Path(tmp), static=True) if with_static else None
     if args.json:
-        print(json.dumps(runs + ([cli] if cli else [])))
+        print(json.dumps(runs + [c for c in (cli, cli_static) if c]))
         return
     for figures in runs:
         print(
@@ -348,7 +386,8 @@ def main() -> None:
             f"{figures['seconds']} s, {figures['workers']} sandbox workers: "
             f"{figures['requests_per_s']} req/s, p50 {figures['p50_ms']} ms, "
             f"p99 {figures['p99_ms']} ms, errors {figures['errors']}, "
-            f"429s {figures['refused_429']} (ok {figures['ok']})"
+            f"429s {figures['refused_429']} (ok {figures['ok']}), "
+            f"server CPU {figures['server_cpu_ms_per_request']} ms/request"
             + (f", judge requests {figures['judge_requests']}" * (figures["mode"] == "judge"))
         )
     by_mode = {f["mode"]: f for f in runs}
@@ -372,8 +411,37 @@ def main() -> None:
         per_request = 1 / floor["requests_per_s"] + 1 / cli["samples_per_s"]
         print(
             f"tests-only p50 at {args.clients} clients if the two same-run floors add up "
-            f"(HTTP stack + sandbox): {args.clients * per_request * 1000:.0f} ms (goal 30 ms)"
+            f"(HTTP stack + sandbox): {args.clients * per_request * 1000:.0f} ms"
         )
+    _goals(by_mode, cli, cli_static, args.clients)
+
+
+def _goals(by_mode: dict, cli: dict, cli_static: dict | None, clients: int) -> None:
+    """The service's goals against the CLI, measured in this run (issue 28)."""
+
+    def say(what: str, value: float | None, goal: float, *, at_most: bool = False) -> None:
+        if value is None:
+            print(f"goal {what}: not measured")
+            return
+        met = value <= goal if at_most else value >= goal
+        sign = "<=" if at_most else ">="
+        print(f"goal {what}: {value:.2f} ({sign} {goal:.2f}) {'met' if met else 'NOT met'}")
+
+    tests, solo, static = by_mode.get("tests"), by_mode.get("solo"), by_mode.get("static")
+    if tests:
+        say("tests req/s / cli peer", tests["requests_per_s"] / cli["samples_per_s"], 0.8)
+        bound = 1.25 * clients / cli["samples_per_s"] * 1000
+        say(f"tests p50 ms at {clients} clients", tests["p50_ms"], bound, at_most=True)
+    if solo and solo["p50_ms"] and solo["row_latency_p50_ms"]:
+        say("solo p50 ms (1 client)", solo["p50_ms"], 2 * solo["row_latency_p50_ms"], at_most=True)
+    if static and cli_static:
+        ratio = static["requests_per_s"] / cli_static["samples_per_s"]
+        say(f"static req/s / cli with static ({cli_static['samples_per_s']}/s)", ratio, 0.8)
+    errors = sum(f["errors"] for f in by_mode.values())
+    say("errors", errors, 0, at_most=True)
+    for figures in by_mode.values():
+        cpu = figures["server_cpu_ms_per_request"]
+        print(f"server CPU per request [{figures['mode']}]: {cpu} ms (its own process)")
 
 
 if __name__ == "__main__":

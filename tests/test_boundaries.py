@@ -152,3 +152,175 @@ def test_imports_respect_the_layers(name, path):
         if inside and target not in sys.stdlib_module_names and module not in _HARNESS:
             problems.append(f"{name} (runs in the sandbox) imports {module}")
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------- inside the service
+# ``gradebox.service`` keeps three layers inside itself: ``api`` (HTTP: one router per
+# resource) over ``engine`` (grading with the CLI's pipeline, queues, state) over
+# ``store`` (SQLite, behind typed methods). A few shared modules sit beside them and
+# import none of the three; the composition root (``app``) and the package's doors
+# import everything.
+
+_SERVICE = "gradebox.service"
+_SERVICE_SHARED = {f"{_SERVICE}.{m}" for m in ("config", "problems", "rows", "logs")}
+_SERVICE_ROOTS = {f"{_SERVICE}.{m}" for m in ("app", "auth", "__main__")} | {_SERVICE}
+_ENGINE_ONLY = ("gradebox.pipeline", "gradebox.runs", "gradebox.patches", "gradebox.judging")
+_HTTP = ("fastapi", "starlette", "uvicorn")
+_SERVICE_RULES = {  # layer -> (modules it must not import, prefixes)
+    "api": ("sqlite3", *_ENGINE_ONLY, f"{_SERVICE}.store.", f"{_SERVICE}.app"),
+    "engine": ("sqlite3", *_HTTP, f"{_SERVICE}.api", f"{_SERVICE}.store.", f"{_SERVICE}.app"),
+    "store": (*_HTTP, *_ENGINE_ONLY, f"{_SERVICE}.api", f"{_SERVICE}.engine", f"{_SERVICE}.app"),
+    "shared": (
+        "sqlite3",
+        *_ENGINE_ONLY,
+        f"{_SERVICE}.api",
+        f"{_SERVICE}.engine",
+        f"{_SERVICE}.store",
+        f"{_SERVICE}.app",
+    ),
+}
+"""What each layer may not import (``store.`` with a dot: the store's front door,
+``gradebox.service.store``, is its interface; its modules are its inside)."""
+
+
+def _banned(module: str, rule: str) -> bool:
+    """``rule`` ending in a dot bans what is inside a package, else the module and below it."""
+    if rule.endswith("."):
+        return module.startswith(rule)
+    return module == rule or module.startswith(rule + ".")
+
+
+def _service_layer(name: str) -> str | None:
+    if name in _SERVICE_SHARED:
+        return "shared"
+    parts = name.split(".")
+    if len(parts) >= 3 and parts[:2] == ["gradebox", "service"] and parts[2] in _SERVICE_RULES:
+        return parts[2]
+    return None
+
+
+SERVICE_MODULES = [(n, p) for n, p in MODULES if n == _SERVICE or n.startswith(_SERVICE + ".")]
+
+
+@pytest.mark.parametrize(("name", "path"), SERVICE_MODULES, ids=[n for n, _ in SERVICE_MODULES])
+def test_service_layers_import_only_what_is_below_them(name, path):
+    layer = _service_layer(name)
+    if layer is None:
+        assert name in _SERVICE_ROOTS, f"{name}: a service module outside api/engine/store"
+        return
+    banned = _SERVICE_RULES[layer]
+    inside = f"{_SERVICE}.{layer}"
+    bad = [
+        module
+        for module, _ in _imports(path)
+        if not module.startswith(inside + ".") and any(_banned(module, b) for b in banned)
+    ]
+    assert not bad, f"{name} ({layer}) imports {bad}"
+
+
+def test_only_the_store_writes_sql_and_only_the_engine_grades():
+    sql = [n for n, p in SERVICE_MODULES if any(m == "sqlite3" for m, _ in _imports(p))]
+    assert sql and all(n.startswith(f"{_SERVICE}.store.") for n in sql), sql
+    grading = [
+        n
+        for n, p in SERVICE_MODULES
+        if any(m.startswith(_ENGINE_ONLY) for m, _ in _imports(p)) and n not in _SERVICE_ROOTS
+    ]
+    assert grading and all(n.startswith(f"{_SERVICE}.engine.") for n in grading), grading
+    for layer in ("api", "engine", "store"):
+        assert any(n.startswith(f"{_SERVICE}.{layer}.") for n, _ in SERVICE_MODULES), layer
+
+
+def test_the_store_is_a_protocol_the_sqlite_store_implements():
+    from gradebox.service.store import GradeStore, Store
+
+    assert getattr(GradeStore, "_is_protocol", False)
+    methods = [m for m in vars(GradeStore) if not m.startswith("_")]
+    assert len(methods) > 20, methods
+    missing = [m for m in methods if not callable(getattr(Store, m, None))]
+    assert not missing, missing
+
+
+# The size of the service, measured on its source (``python tests/test_boundaries.py``
+# prints the figures).
+SERVICE_MAX_MODULE_LINES = 400
+SERVICE_MAX_FUNCTION_LINES = 50
+SERVICE_MAX_ANY_SHARE = 0.15
+
+
+def _is_any(annotation: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id == "Any")
+        or (isinstance(n, ast.Attribute) and n.attr == "Any")
+        for n in ast.walk(annotation)
+    )
+
+
+def _any_aliases(tree: ast.Module) -> set[str]:
+    """Module-level aliases that stand for ``Any`` somewhere (``Row = dict[str, Any]``)."""
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name) and _is_any(value):
+                found.add(target.id)
+    return found
+
+
+def service_shape() -> dict[str, object]:
+    """Lines per module, lines per function and signatures with ``Any`` in ``gradebox/service``.
+
+    An alias that stands for ``Any`` (defined in any service module) counts as ``Any``.
+    """
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in SERVICE_MODULES}
+    aliases = set().union(*(_any_aliases(t) for t in trees.values())) | {"Any"}
+    modules = {
+        name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in SERVICE_MODULES
+    }
+    functions: dict[str, int] = {}
+    signatures = with_any = 0
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            functions[f"{name}:{node.name}:{node.lineno}"] = node.end_lineno - node.lineno + 1
+            a = node.args
+            params = (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg)
+            annotations = [p.annotation for p in params if p is not None and p.annotation]
+            annotations += [node.returns] if node.returns is not None else []
+            signatures += 1
+            names = {n.id for ann in annotations for n in ast.walk(ann) if isinstance(n, ast.Name)}
+            names |= {
+                n.attr for ann in annotations for n in ast.walk(ann) if isinstance(n, ast.Attribute)
+            }
+            with_any += bool(names & aliases)
+    return {
+        "modules": modules,
+        "functions": functions,
+        "signatures": signatures,
+        "with_any": with_any,
+        "any_share": with_any / signatures,
+    }
+
+
+def test_no_service_module_or_function_is_too_long():
+    shape = service_shape()
+    long_modules = {m: n for m, n in shape["modules"].items() if n > SERVICE_MAX_MODULE_LINES}
+    long_functions = {f: n for f, n in shape["functions"].items() if n > SERVICE_MAX_FUNCTION_LINES}
+    assert not long_modules, long_modules
+    assert not long_functions, long_functions
+
+
+def test_few_service_signatures_say_any():
+    shape = service_shape()
+    assert shape["any_share"] <= SERVICE_MAX_ANY_SHARE, (shape["with_any"], shape["signatures"])
+
+
+if __name__ == "__main__":
+    shape = service_shape()
+    top = sorted(shape["modules"].items(), key=lambda kv: -kv[1])[:5]
+    longest = sorted(shape["functions"].items(), key=lambda kv: -kv[1])[:5]
+    print(f"modules: {len(shape['modules'])}, longest {top}")
+    print(f"functions: {len(shape['functions'])}, longest {longest}")
+    share = f"{shape['with_any']} of {shape['signatures']} ({shape['any_share']:.1%})"
+    print(f"signatures with Any: {share}")

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gradebox.cli.errors import exit_codes
-from gradebox.cli.options import limit_options, sandbox_python_option
+from gradebox.cli.options import judge_extra_body_option, limit_options, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
-from gradebox.service.auth import create_token
 from gradebox.service.config import ServiceConfig
+from gradebox.service.engine.auth import create_token
 from gradebox.service.store import Store
 from sandbox.types import Limits
 
@@ -245,6 +245,26 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     "8); they share one reply cache.",
 )
 @click.option(
+    "--judge-repeat",
+    type=click.IntRange(1, 25),
+    help="Judge each sample N times and keep the majority, as gradebox grade does (default: "
+    "1, or 3 when the model refuses temperature 0).",
+)
+@judge_extra_body_option(
+    "Provider options merged into every judge request (as for gradebox grade)."
+)
+@click.option(
+    "--judge-max-tokens",
+    type=click.IntRange(1, 1_000_000),
+    help="Cap on each judge reply's tokens (default: no cap).",
+)
+@click.option(
+    "--judge-probes",
+    is_flag=True,
+    help="Also judge each candidate renamed, stripped of comments, reordered and with an "
+    "injected 'answer match' comment, as gradebox grade --judge-probes does.",
+)
+@click.option(
     "--judge-backlog",
     type=click.IntRange(1),
     default=10_000,
@@ -366,6 +386,10 @@ def _judge(o: dict[str, Any], stack: ExitStack) -> JudgeStage | None:
         cache_path=o["judge_cache"],
         no_cache=o["no_judge_cache"],
         concurrency=o["judge_concurrency"],
+        repeat=o["judge_repeat"],
+        extra_body=o["judge_extra_body"],
+        max_output_tokens=o["judge_max_tokens"],
+        probes=o["judge_probes"],
     )
     stack.callback(stage.close)
     if not isinstance(stage, JudgeStage):

@@ -6,8 +6,8 @@ Build the app with :func:`create_app` and run it with any ASGI server
 """
 
 from gradebox.service.app import create_app
-from gradebox.service.auth import Principal, authenticate, create_token
 from gradebox.service.config import ServiceConfig
+from gradebox.service.engine.auth import Principal, authenticate, create_token
 from gradebox.service.store import Store
 
 __all__ = ["Principal", "ServiceConfig", "Store", "authenticate", "create_app", "create_token"]

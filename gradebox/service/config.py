@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from sandbox.types import Limits
 from static.policy import DEFAULT_POLICY, Policy
@@ -50,17 +51,16 @@ class Layers:
     judge: JudgeMode
     """Whether and when the judge annotates (the row's ``judge`` is ``null`` when off)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """As stored with a run."""
         return {"static": self.static, "judge": self.judge}
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Layers:
+    def from_json(cls, value: Mapping[str, object]) -> Layers:
         """Inverse of :meth:`to_json`; a run stored before these options: tests only."""
-        judge = value.get("judge", "off")
-        return cls(
-            static=value.get("static") is True, judge=judge if judge in JUDGE_MODES else "off"
-        )
+        default: JudgeMode = "off"
+        judge = next((mode for mode in JUDGE_MODES if mode == value.get("judge")), default)
+        return cls(static=value.get("static") is True, judge=judge)
 
 
 @dataclass(frozen=True, slots=True)

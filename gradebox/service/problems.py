@@ -35,7 +35,7 @@ class Problem:
     column: int | None = None
     """For JSON syntax errors: the column (1-based)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Plain JSON, without the unset position fields."""
         out: dict[str, Any] = {"in": self.where, "pointer": self.pointer, "message": self.message}
         if self.line is not None:
@@ -61,7 +61,7 @@ class ApiError(Exception):
         self.problems = problems or []
         self.headers = headers or {}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The response body."""
         out: dict[str, Any] = {"detail": self.detail}
         if self.problems:

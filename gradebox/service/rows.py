@@ -16,7 +16,12 @@ from typing import Any
 from gradebox.grade import MAX_TEXT
 from gradebox.service.config import Disclosure
 
-__all__ = ["INFRA_MESSAGE", "cap_row", "public_infra", "shown"]
+__all__ = ["INFRA_MESSAGE", "JsonObject", "Row", "cap_row", "public_infra", "shown"]
+
+Row = dict[str, Any]
+"""A graded sample as JSON (:meth:`gradebox.grade.Grade.to_row`), as stored and served."""
+JsonObject = dict[str, object]
+"""A JSON object made for a response or a file: written, never read back by key."""
 
 _log = logging.getLogger("gradebox.service")
 
@@ -27,7 +32,7 @@ _PER_CASE = ("failed", "timeouts", "outcomes", "explain", "counterexample")
 _BULKY = ("static", "judge", "explain", "counterexample", "failed", "timeouts", "outcomes")
 
 
-def public_infra(row: dict[str, Any], where: str) -> dict[str, Any]:
+def public_infra(row: dict[str, Any], where: str) -> dict[str, object]:
     """Replace a row's infra message by :data:`INFRA_MESSAGE`; log the real one, bounded."""
     message = row.get("infra_error")
     if message:
@@ -37,7 +42,7 @@ def public_infra(row: dict[str, Any], where: str) -> dict[str, Any]:
     return row
 
 
-def cap_row(row: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+def cap_row(row: dict[str, Any], max_bytes: int) -> dict[str, object]:
     """Cut free text to :data:`~gradebox.grade.MAX_TEXT` and keep the row under ``max_bytes``.
 
     A row still too large (it cannot be, with the server's case limit, but the cap
@@ -58,7 +63,7 @@ def cap_row(row: dict[str, Any], max_bytes: int) -> dict[str, Any]:
     return {k: row.get(k) for k in kept if k in row} | {"truncated": True}
 
 
-def shown(row: dict[str, Any], *, admin: bool) -> dict[str, Any]:
+def shown(row: dict[str, Any], *, admin: bool) -> dict[str, object]:
     """The row as the client may see it: all of it for an admin, else by its disclosure."""
     if admin:
         return row
@@ -82,7 +87,7 @@ def shown(row: dict[str, Any], *, admin: bool) -> dict[str, Any]:
     return out
 
 
-def _coarse(latency: Any) -> float | None:
+def _coarse(latency: object) -> float | None:
     """Latency rounded up to the next 100 ms."""
     if not isinstance(latency, int | float):
         return None

@@ -21,7 +21,7 @@ import pytest
 from openai_server import Scripted, ScriptedServer, answer
 
 from gradebox.service import ServiceConfig, Store, create_app, create_token
-from gradebox.service.static import StaticService
+from gradebox.service.engine.static import StaticService
 from sandbox import Sandbox, open_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]

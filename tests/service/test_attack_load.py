@@ -314,7 +314,7 @@ def test_a_sample_past_its_budget_has_its_worker_killed_and_replaced() -> None:
     import pickle
 
     from gradebox.pipeline.tests import FrontJob, FrontResult
-    from gradebox.service.front import FrontFailure, FrontPool
+    from gradebox.service.engine.front import FrontFailure, FrontPool
 
     # ~6 s of gating (20 times the longest code the server takes): only a kill ends it sooner.
     stuck = FrontJob("is_even", None, HEAVY["code"] * 20, None, ("os",), False, False)

@@ -36,7 +36,7 @@ import pytest
 from ports import free_port
 
 from gradebox.patches import GateSpec, TestIds, run_gate
-from gradebox.service.gates import child_env
+from gradebox.service.api.gates import child_env
 
 from ..gradebox.patches import conftest as patch_fixtures
 from ..gradebox.patches.conftest import F2P, fix_mean, make_repo

@@ -28,7 +28,7 @@ from key_echo import Canary, EchoServer
 from openai_server import Scripted, answer, completion
 
 from gradebox.pipeline.judge import JudgeStage
-from gradebox.service.judging import UNAVAILABLE
+from gradebox.service.engine.judging import UNAVAILABLE
 from gradebox.service.logs import RequestIdFilter, json_formatter
 from judge import Judge, JudgeConfig
 

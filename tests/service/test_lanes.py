@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from gradebox.service.lanes import Lanes
+from gradebox.service.engine.lanes import Lanes
 
 CASES = 5  # examples/ has five hidden cases for is_even
 SLEEP = 1.0

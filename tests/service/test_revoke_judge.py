@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from gradebox.pipeline.judge import JudgeStage, open_judge_stage
-from gradebox.service.judging import UNWANTED
+from gradebox.service.engine.judging import UNWANTED
 
 pytestmark = pytest.mark.anyio
 

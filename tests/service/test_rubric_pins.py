@@ -17,7 +17,7 @@ import pytest
 
 from gradebox.pipeline.judge import JudgeStage, open_judge_stage
 from gradebox.service import Store
-from gradebox.service.rubricdata import RubricFiles
+from gradebox.service.engine.rubricdata import RubricFiles
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 import pytest
 
-from gradebox.service.static import _Batcher, _warm_tools
+from gradebox.service.engine.static import _Batcher, _warm_tools
 from static.batch import Candidate, StaticConfig
 
 

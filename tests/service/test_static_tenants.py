@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gradebox.service.static import StaticService
+from gradebox.service.engine.static import StaticService
 
 pytestmark = pytest.mark.anyio
 

@@ -33,11 +33,9 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import rubrics
 from gradebox.service.problems import ApiError, Problem
@@ -100,10 +98,8 @@ class RubricFiles:
 
     def get(self, name: str) -> StoredRubric | None:
         """A stored rubric, or ``None``."""
-        row = self._store.fetch_one(
-            "SELECT name, toml, revision, updated FROM rubrics WHERE name = ?", (name,)
-        )
-        return None if row is None else StoredRubric(row[0], row[1], int(row[2]), float(row[3]))
+        row = self._store.rubric(name)
+        return None if row is None else StoredRubric(name, *row)
 
     def known(self, name: str) -> bool:
         """Whether ``name`` is a built-in or a stored rubric."""
@@ -121,18 +117,14 @@ class RubricFiles:
         with self._lock:  # the read-then-write of the revision is one writer's
             old = self.get(name)
             revision = 1 if old is None else old.revision + 1
-            self._store.execute(
-                "INSERT OR REPLACE INTO rubrics (name, toml, revision, updated) "
-                "VALUES (?, ?, ?, ?)",
-                (name, text, revision, time.time()),
-            )
+            self._store.put_rubric(name, text, revision)
             self._epoch += 1  # includes may have changed: every snapshot is made again
             self._paths.clear()
         stored = self.get(name)
         assert stored is not None  # noqa: S101 - it was just written
         return stored, loaded
 
-    def describe(self, name: str) -> dict[str, Any] | None:
+    def describe(self, name: str) -> dict[str, object] | None:
         """What ``GET /v1/rubrics/{name}`` shows: the text and what it loads as."""
         stored = self.get(name)
         if stored is None and name not in rubrics.builtin_names():

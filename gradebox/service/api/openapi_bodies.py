@@ -1,4 +1,4 @@
-"""Request-body documentation for the OpenAPI schema (bodies are parsed by :mod:`.validate`).
+"""Request-body documentation for the OpenAPI schema (checked by :mod:`..engine.validate`).
 
 The bodies are read and checked by hand (strict JSON, JSON pointers in errors,
 size limits while reading), so FastAPI does not see them; these fragments put
@@ -51,7 +51,7 @@ def _grade() -> dict[str, Any]:
     return schema
 
 
-def _static() -> dict[str, Any]:
+def _static() -> dict[str, object]:
     selectors = {"type": "array", "items": {"type": "object"}}
     return {
         "type": "object",
@@ -82,7 +82,7 @@ def _static() -> dict[str, Any]:
     }
 
 
-def _task() -> dict[str, Any]:
+def _task() -> dict[str, object]:
     hidden = _schema("sandbox", "hidden.schema.json")
     hidden["required"] = ["args"]
     public = _schema("sandbox", "public.schema.json")
@@ -126,7 +126,7 @@ def _task() -> dict[str, Any]:
     }
 
 
-def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, object]:
     return {
         "requestBody": {
             "required": True,

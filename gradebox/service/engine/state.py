@@ -10,21 +10,21 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gradebox.service.config import ServiceConfig
-from gradebox.service.front import FrontPool
-from gradebox.service.grading import GradingService
-from gradebox.service.lanes import Lanes
-from gradebox.service.metrics import Metrics
+from gradebox.service.engine.front import FrontPool
+from gradebox.service.engine.grading import GradingService
+from gradebox.service.engine.lanes import Lanes
+from gradebox.service.engine.metrics import Metrics
+from gradebox.service.engine.quota import GradeSlots, RateLimiter
+from gradebox.service.engine.rubricdata import RubricFiles
+from gradebox.service.engine.static import StaticService
+from gradebox.service.engine.worker import RunWorker
 from gradebox.service.problems import ApiError
-from gradebox.service.quota import GradeSlots, RateLimiter
-from gradebox.service.rubricdata import RubricFiles
-from gradebox.service.static import StaticService
 from gradebox.service.store import Store
-from gradebox.service.worker import RunWorker
 from sandbox.runner import Sandbox, open_sandbox
 
 if TYPE_CHECKING:
     from gradebox.pipeline.judge import JudgeStage
-    from gradebox.service.judging import JudgeService
+    from gradebox.service.engine.judging import JudgeService
 
 __all__ = ["ServiceState"]
 
@@ -130,7 +130,7 @@ class ServiceState:
         self._rubrics = RubricFiles(self._store)
         _settle_pending(self._store)
         if self._judge_stage is not None:
-            from gradebox.service.judging import JudgeService  # noqa: PLC0415 - loads openai
+            from gradebox.service.engine.judging import JudgeService  # noqa: PLC0415 - loads openai
 
             self._judge = JudgeService(
                 self._judge_stage, backlog=self.config.judge_backlog, live=self._store.token_live

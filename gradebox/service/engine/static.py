@@ -49,6 +49,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -73,7 +74,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def check_task_static(body: Any, problems: list[Problem]) -> dict[str, Any]:
+def check_task_static(body: Any, problems: list[Problem]) -> dict[str, object]:
     """Check a task body's ``static`` object; return it for storage (problems appended)."""
     if body is None:
         return {}
@@ -167,6 +168,18 @@ class _Batcher(Generic[T, R]):
             self._cond.notify_all()
 
 
+def _wait_ready(ready: Queue[str], count: int, timeout_s: float) -> None:
+    """Wait until ``count`` sessions said they started (``ready`` tells each, or its failure)."""
+    deadline = time.monotonic() + timeout_s
+    for _ in range(count):
+        try:
+            failed = ready.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise ToolError(f"the static sessions did not start within {timeout_s} s") from None
+        if failed:
+            raise ToolError(f"a static session did not start: {failed}")
+
+
 class StaticService:
     """Warm static session processes and the server's default policy and lockfile; thread-safe."""
 
@@ -203,7 +216,7 @@ class StaticService:
         check_tools(self.config)  # a missing tool fails here, not in every session
         count = max(1, sessions)
         context = multiprocessing.get_context("forkserver")
-        ready = context.Queue()
+        ready: Queue[str] = context.Queue()
         self._pool: ProcessPool | None = ProcessPool(
             max_workers=count, initializer=_start_session,
             initargs=(self.config, ready, advisories),
@@ -212,16 +225,7 @@ class StaticService:
         try:
             if not self._pool.active:  # reading ``active`` starts the workers
                 raise ToolError("the static sessions did not start")
-            deadline = time.monotonic() + start_timeout_s
-            for _ in range(count):
-                try:
-                    failed = ready.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    raise ToolError(
-                        f"the static sessions did not start within {start_timeout_s} s"
-                    ) from None
-                if failed:
-                    raise ToolError(f"a static session did not start: {failed}")
+            _wait_ready(ready, count, start_timeout_s)
         except BaseException:
             self.close()
             raise
@@ -287,7 +291,7 @@ _SESSION: dict[str, Any] = {}
 """This session process's tools and environment (set by :func:`_start_session`)."""
 
 
-def _start_session(config: StaticConfig, ready: Any, advisories: Path | None = None) -> None:
+def _start_session(config: StaticConfig, ready: Queue[str], advisories: Path | None = None) -> None:
     """Initializer of a session process: warm tools of its own, then say so on ``ready``."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # nothing to clean: its tools follow it
     if config.cache_dir is not None:  # each session its own mypy cache (one writer each)

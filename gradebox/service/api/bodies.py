@@ -62,7 +62,7 @@ async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     return b"".join(chunks)
 
 
-async def off_loop(fn: Callable[..., _T], *args: Any, limiter: anyio.CapacityLimiter) -> _T:
+async def off_loop(fn: Callable[..., _T], *args: object, limiter: anyio.CapacityLimiter) -> _T:
     """Run CPU work in a worker thread, so the event loop keeps answering other clients."""
     return await anyio.to_thread.run_sync(fn, *args, limiter=limiter)
 
@@ -100,7 +100,7 @@ class Budget:
 
 
 def _decoder(budget: Budget | None) -> json.JSONDecoder:
-    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, object]:
         if budget is not None:
             budget.often()
         obj: dict[str, Any] = {}

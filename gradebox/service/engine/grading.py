@@ -19,7 +19,7 @@ annotation, verdict decided again by the same function: a pass may then become
 
 Rows name hidden cases by index only (``explain`` is never set), so no hidden
 value can reach a client through a row; what a grader token sees of them is its
-task's disclosure (:mod:`.rows`). Static findings and the judge's annotation
+task's disclosure (:mod:`gradebox.service.rows`). Static findings and the judge's annotation
 come from the code and the public task only; they are shown whatever the
 disclosure, within the row size cap.
 
@@ -45,20 +45,20 @@ from gradebox.model import Sample
 from gradebox.pipeline.core import Annotation, Graded, finish
 from gradebox.pipeline.tests import Front, GradeConfig, Grader, infra_row
 from gradebox.service.config import Layers, ServiceConfig
-from gradebox.service.front import FrontFailure, FrontPool
-from gradebox.service.lanes import Lane, Lanes
-from gradebox.service.metrics import Metrics
+from gradebox.service.engine.front import FrontFailure, FrontPool
+from gradebox.service.engine.lanes import Lane, Lanes
+from gradebox.service.engine.metrics import Metrics
+from gradebox.service.engine.static import BATCH_KEY
+from gradebox.service.engine.validate import build_task
 from gradebox.service.rows import cap_row, public_infra
-from gradebox.service.static import BATCH_KEY
 from gradebox.service.store import Store
-from gradebox.service.validate import build_task
 from sandbox.runner import Sandbox
 
 if TYPE_CHECKING:
     from gradebox.pipeline.static import StaticStage
-    from gradebox.service.judging import JudgeService
-    from gradebox.service.rubricdata import RubricFiles
-    from gradebox.service.static import StaticService
+    from gradebox.service.engine.judging import JudgeService
+    from gradebox.service.engine.rubricdata import RubricFiles
+    from gradebox.service.engine.static import StaticService
 
 __all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_row"]
 

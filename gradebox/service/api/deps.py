@@ -11,33 +11,39 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from gradebox.service.auth import Principal, authenticate
-from gradebox.service.bodies import read_body
+from gradebox.service.api.bodies import read_body
+from gradebox.service.engine.auth import Principal, authenticate
+from gradebox.service.engine.state import ServiceState
 from gradebox.service.problems import ApiError
-from gradebox.service.state import ServiceState
 
-__all__ = ["Admin", "Who", "body", "service_state"]
+__all__ = ["Admin", "State", "Who", "body", "service_state"]
 
 _bearer = HTTPBearer(auto_error=False, description="A token from `gradebox token create`.")
 
 
-def service_state(request: Request) -> ServiceState:
-    """The app's :class:`ServiceState`."""
+async def service_state(request: Request) -> ServiceState:
+    """The app's :class:`ServiceState` (async: FastAPI runs it on the loop, no thread hop)."""
+    return _state(request)
+
+
+def _state(request: Request) -> ServiceState:
     state: ServiceState = request.app.state.service
     return state
 
 
-def _principal(
+async def _principal(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
+    # On the loop, as the handlers' own store reads are: one indexed read (the reader has
+    # its own connection and lock, never behind a write's fsync), not a thread hop.
     header = f"Bearer {creds.credentials}" if creds is not None else None
-    who = authenticate(service_state(request).store, header)
+    who = authenticate(_state(request).store, header)
     if who is None:
         raise ApiError(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
     return who
 
 
-def _admin(who: Annotated[Principal, Depends(_principal)]) -> Principal:
+async def _admin(who: Annotated[Principal, Depends(_principal)]) -> Principal:
     if not who.is_admin:
         raise ApiError(403, "forbidden")
     return who
@@ -47,6 +53,8 @@ Who = Annotated[Principal, Depends(_principal)]
 """Any valid token."""
 Admin = Annotated[Principal, Depends(_admin)]
 """An admin token (403 for a grader token)."""
+State = Annotated[ServiceState, Depends(service_state)]
+"""The app's state (the store, the grading engine, the limits)."""
 
 
 async def body(request: Request, state: ServiceState) -> bytes:

@@ -36,21 +36,16 @@ series are admin-only for the same reason, see :mod:`.app`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from gradebox.service.lanes import Lane
+from gradebox.service.engine.lanes import Lane
 
-if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-__all__ = ["CONTENT_TYPE", "STAGES", "Metrics", "RequestMetrics"]
+__all__ = ["CONTENT_TYPE", "STAGES", "Metrics"]
 
 STAGES = ("front", "tests", "static", "judge")
 """The stages timed per sample."""
@@ -101,6 +96,11 @@ class Metrics:
             ["lane"],
             registry=r,
         )
+        self._judge_metrics(r)
+        self._recycles = _Recycles()
+        r.register(self._recycles)
+
+    def _judge_metrics(self, r: CollectorRegistry) -> None:
         self._judge = Counter(
             "gradebox_judge_calls", "Judgements, by status.", ["status"], registry=r
         )
@@ -118,8 +118,6 @@ class Metrics:
             buckets=_BATCH_BUCKETS,
             registry=r,
         )
-        self._recycles = _Recycles()
-        r.register(self._recycles)
 
     def recycles(self, read: Callable[[], int]) -> None:
         """Read the sandbox's worker recycles from ``read`` at each scrape (0 until set)."""
@@ -140,7 +138,7 @@ class Metrics:
         """One sample spent ``seconds`` in ``stage``."""
         self._stage_s.labels(stage=stage, lane=lane).observe(seconds)
 
-    def verdict(self, lane: Lane, verdict: Any) -> None:
+    def verdict(self, lane: Lane, verdict: object) -> None:
         """One row stored with ``verdict``."""
         self._verdicts.labels(lane=lane, verdict=verdict if verdict in _VERDICTS else "other").inc()
 
@@ -173,37 +171,3 @@ class _Recycles(Collector):
             "died or went silent).",
             value=self.read(),
         )
-
-
-class RequestMetrics:
-    """ASGI middleware: counts each HTTP request by route template and status."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        """Wrap ``app``."""
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve the request; count it once answered (500 when the app raised)."""
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        t0 = time.perf_counter()
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            route = getattr(scope.get("route"), "path", None)
-            self.metrics.request(
-                scope["method"],
-                route if isinstance(route, str) else "unmatched",
-                status,
-                time.perf_counter() - t0,
-            )

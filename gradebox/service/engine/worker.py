@@ -32,16 +32,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from gradebox.service.config import Layers
-from gradebox.service.grading import GradingService, Outcome, infra_row
-from gradebox.service.lanes import Lanes
-from gradebox.service.rubricdata import RubricFiles
+from gradebox.service.engine.grading import GradingService, Outcome, infra_row
+from gradebox.service.engine.lanes import Lanes
+from gradebox.service.engine.rubricdata import RubricFiles
+from gradebox.service.engine.validate import sample_from_json
 from gradebox.service.store import Store
-from gradebox.service.validate import sample_from_json
 
 __all__ = ["RunWorker"]
 
@@ -172,7 +172,7 @@ class RunWorker:
             _log.info("run %s: done", run_id)
 
     def _grade_one(
-        self, grading: GradingService, owner: str, run_id: str, idx: int, obj: dict[str, Any]
+        self, grading: GradingService, owner: str, run_id: str, idx: int, obj: Mapping[str, object]
     ) -> None:
         sample = sample_from_json(obj)
         layers = Layers.from_json(self._store.run_options(run_id))

@@ -1,4 +1,4 @@
-"""Request bodies, once parsed (:mod:`.bodies`): checked with the same schemas as the files.
+"""Request bodies, once parsed (:mod:`..api.bodies`): checked with the schemas of the files.
 
 A task body is ``{"public": {...}, "hidden": [case, ...], "limits": {...},
 "disclosure": "cases" | "counts" | "verdict", "static": {...}}``:
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import keyword
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -28,8 +28,8 @@ from jsonschema.exceptions import ValidationError
 
 from gradebox.model import Sample, Task, task_id_problem
 from gradebox.service.config import DEFAULT_DISCLOSURE, DISCLOSURES, Disclosure
+from gradebox.service.engine.static import check_task_static
 from gradebox.service.problems import ApiError, Problem
-from gradebox.service.static import check_task_static
 from sandbox.cases import parse_hidden_case, parse_public_task
 from sandbox.child.wire import WireError, from_wire
 from sandbox.types import HiddenCase, Limits
@@ -47,13 +47,13 @@ LIMIT_KEYS = ("case_timeout_s", "candidate_timeout_s", "memory_mb", "max_timeout
 """The limits a task may set (each at most the server's own)."""
 
 
-def _schema(package: str, name: str) -> dict[str, Any]:
+def _schema(package: str, name: str) -> dict[str, object]:
     text = (resources.files(package) / "schemas" / name).read_text(encoding="utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 
 
-def _sample_schema() -> dict[str, Any]:
+def _sample_schema() -> dict[str, object]:
     schema = _schema("gradebox", "samples.schema.json")
     schema["required"] = []  # the service numbers samples without an id
     schema["anyOf"] = [{"required": ["task"]}, {"required": ["fn"]}]
@@ -91,7 +91,7 @@ def _pointer(prefix: str, path: Any) -> str:
     return prefix + "".join("/" + p for p in parts)
 
 
-def _schema_problems(validator: Draft202012Validator, obj: Any, prefix: str) -> list[Problem]:
+def _schema_problems(validator: Draft202012Validator, obj: object, prefix: str) -> list[Problem]:
     try:
         errors = sorted(validator.iter_errors(obj), key=lambda e: [str(p) for p in e.path])
     except RecursionError:
@@ -143,7 +143,7 @@ def _task_in_path(task: str) -> None:
 # ----------------------------------------------------------------------- tasks
 
 
-def check_task(task: str, body: Any, *, max_cases: int, server: Limits) -> CheckedTask:
+def check_task(task: str, body: object, *, max_cases: int, server: Limits) -> CheckedTask:
     """Check a ``PUT /v1/tasks/{task}`` body.
 
     Raises:
@@ -177,7 +177,7 @@ def check_task(task: str, body: Any, *, max_cases: int, server: Limits) -> Check
     return CheckedTask(checked_public, checked_hidden, limits, disclosure, static)
 
 
-def _check_public(task: str, public: Any, problems: list[Problem]) -> dict[str, Any]:
+def _check_public(task: str, public: object, problems: list[Problem]) -> dict[str, Any]:
     if not isinstance(public, dict):
         problems.append(Problem("/public", "must be an object"))
         return {}
@@ -202,7 +202,7 @@ def _check_public(task: str, public: Any, problems: list[Problem]) -> dict[str, 
 
 
 def _check_case(
-    task: str, fn: str | None, case: Any, index: int, problems: list[Problem]
+    task: str, fn: str | None, case: object, index: int, problems: list[Problem]
 ) -> dict[str, Any]:
     prefix = f"/hidden/{index}"
     if not isinstance(case, dict):
@@ -271,7 +271,7 @@ def _build_problem(prefix: str, text: str, obj: dict[str, Any]) -> Problem:
     return Problem(pointer, "invalid tagged value")
 
 
-def _culprit(value: Any, pointer: str) -> str:
+def _culprit(value: object, pointer: str) -> str:
     """The JSON pointer of the innermost part of ``value`` that is not valid tagged JSON."""
     children: list[tuple[str, Any]] = []
     if isinstance(value, dict):
@@ -284,7 +284,7 @@ def _culprit(value: Any, pointer: str) -> str:
     return pointer
 
 
-def _decodes(value: Any) -> bool:
+def _decodes(value: object) -> bool:
     try:
         from_wire(value, allow_opaque=False)
     except (WireError, RecursionError):
@@ -292,7 +292,7 @@ def _decodes(value: Any) -> bool:
     return True
 
 
-def _check_limits(limits: Any, server: Limits, problems: list[Problem]) -> dict[str, Any]:
+def _check_limits(limits: object, server: Limits, problems: list[Problem]) -> dict[str, object]:
     if not isinstance(limits, dict):
         problems.append(Problem("/limits", "must be an object"))
         return {}
@@ -316,7 +316,9 @@ def _check_limits(limits: Any, server: Limits, problems: list[Problem]) -> dict[
     return out
 
 
-def build_task(task: str, public: dict[str, Any], hidden: list[dict[str, Any]]) -> Task:
+def build_task(
+    task: str, public: Mapping[str, object], hidden: Sequence[Mapping[str, object]]
+) -> Task:
     """Rebuild a stored (already checked) task for the grader.
 
     The entry point is ``public.fn``; a task stored before task ids has it too
@@ -371,6 +373,6 @@ def check_samples(
     return out
 
 
-def sample_from_json(obj: dict[str, Any]) -> Sample:
+def sample_from_json(obj: Mapping[str, object]) -> Sample:
     """A checked sample as the grader's :class:`Sample`."""
     return Sample.from_json(obj)

@@ -1,0 +1,122 @@
+"""The SQLite connections under the store: one writer, one reader, WAL, migrations."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gradebox.service.store import schema as storesql
+
+__all__ = ["Database", "Params", "SqlValue", "dump"]
+
+SqlValue = str | int | float | bytes | None
+"""A value bound to a statement's parameter."""
+Params = tuple[SqlValue, ...]
+"""A statement's parameters."""
+
+
+class Database:
+    """Two connections to one SQLite file, each behind its own lock (see :mod:`.sqlite`)."""
+
+    def __init__(self, path: Path) -> None:
+        """Open (creating when missing) the database at ``path`` in WAL mode."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed result survives a power cut too, not only a kill -9.
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.executescript(storesql.SCHEMA)
+            self._migrate()
+        self._reader = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._reader.execute("PRAGMA busy_timeout=10000")
+        self._read_lock = threading.Lock()
+
+    def _migrate(self) -> None:
+        """Bring an older database to this schema, in one transaction; every row stays.
+
+        Adds the columns it lacks (``storesql.MIGRATIONS``), with their defaults, and
+        renames the task columns of databases from before task ids (``storesql.RENAMES``).
+        """
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for table, column, sql in storesql.MIGRATIONS:
+                if column not in self._columns(table):
+                    self._db.execute(sql)
+            for table, old, new in storesql.RENAMES:
+                columns = self._columns(table)
+                if old in columns and new not in columns:
+                    self._db.execute(f"ALTER TABLE {table} RENAME COLUMN {old} TO {new}")
+            self._db.execute(storesql.BACKFILL_REVISIONS)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _columns(self, table: str) -> set[str]:
+        return {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._read_lock:
+            self._reader.close()
+        with self._lock:
+            self._db.close()
+
+    def fetch_one(self, sql: str, args: Params = ()) -> tuple[Any, ...] | None:
+        """One row of a read-only query: for tools and tests (the service calls typed methods)."""
+        return self._one(sql, args)
+
+    def fetch_all(self, sql: str, args: Params = ()) -> list[tuple[Any, ...]]:
+        """Every row of a read-only query: for tools and tests."""
+        return self._all(sql, args)
+
+    def _write_fast(self, sql: str, args: Params = ()) -> int:
+        """Run one statement, committed without waiting for the disk (``synchronous=NORMAL``).
+
+        For rows a client already holds (synchronous grades) and feedback: they
+        survive a crash of the process; a power cut may lose the last of them.
+        """
+        with self._lock:
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            try:
+                return self._db.execute(sql, args).rowcount
+            finally:
+                self._db.execute("PRAGMA synchronous=FULL")
+
+    def _one(self, sql: str, args: Params = ()) -> tuple[Any, ...] | None:
+        with self._read_lock:
+            row: tuple[Any, ...] | None = self._reader.execute(sql, args).fetchone()
+            return row
+
+    def _all(self, sql: str, args: Params = ()) -> list[tuple[Any, ...]]:
+        with self._read_lock:
+            return self._reader.execute(sql, args).fetchall()
+
+    def _write(self, sql: str, args: Params = ()) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The writer, in one ``BEGIN IMMEDIATE`` transaction (rolled back on any error)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+
+def dump(value: object) -> str:
+    """``value`` as compact JSON, as every JSON column is written."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
