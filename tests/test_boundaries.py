@@ -267,16 +267,16 @@ def _any_aliases(tree: ast.Module) -> set[str]:
     return found
 
 
-def service_shape() -> dict[str, object]:
+def service_shape(sources=None) -> dict[str, object]:
     """Lines per module, lines per function and signatures with ``Any`` in ``gradebox/service``.
 
     An alias that stands for ``Any`` (defined in any service module) counts as ``Any``.
+    ``sources`` (``[(module name, path)]``) measures other modules the same way.
     """
-    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in SERVICE_MODULES}
+    sources = SERVICE_MODULES if sources is None else sources
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in sources}
     aliases = set().union(*(_any_aliases(t) for t in trees.values())) | {"Any"}
-    modules = {
-        name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in SERVICE_MODULES
-    }
+    modules = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in sources}
     functions: dict[str, int] = {}
     signatures = with_any = 0
     for name, tree in trees.items():
@@ -314,6 +314,24 @@ def test_no_service_module_or_function_is_too_long():
 def test_few_service_signatures_say_any():
     shape = service_shape()
     assert shape["any_share"] <= SERVICE_MAX_ANY_SHARE, (shape["with_any"], shape["signatures"])
+
+
+def test_the_size_measures_see_long_code_and_any_behind_an_alias(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(SERVICE_MAX_FUNCTION_LINES))
+    source = (
+        "from typing import Any\n\nRow = dict[str, Any]\n\n\n"
+        f"def long(a: int) -> int:\n{body}    return a\n\n\n"
+        "def aliased(row: Row) -> None:\n    pass\n\n\n"
+        "async def plain(a: int) -> int:\n    return a\n"
+    )
+    padded = source + "# -\n" * SERVICE_MAX_MODULE_LINES
+    path = tmp_path / "m.py"
+    path.write_text(padded, encoding="utf-8")
+    shape = service_shape([("pkg.m", path)])
+    assert shape["modules"]["pkg.m"] > SERVICE_MAX_MODULE_LINES
+    lengths = {key.split(":")[1]: n for key, n in shape["functions"].items()}
+    assert lengths["long"] == SERVICE_MAX_FUNCTION_LINES + 2 and lengths["plain"] == 2
+    assert (shape["with_any"], shape["signatures"]) == (1, 3)  # ``aliased``, through Row
 
 
 if __name__ == "__main__":

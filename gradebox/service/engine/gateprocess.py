@@ -24,6 +24,7 @@ from typing import Any
 
 from gradebox.patches import GateConfig, GateRow, GateSpec, TestIds
 from gradebox.patches.child import BOOTSTRAP
+from gradebox.service.engine.lanes import Stopped
 
 __all__ = [
     "Ended",
@@ -81,10 +82,6 @@ def child_env(environ: Mapping[str, str], tmp: Path) -> dict[str, str]:
         and not _SECRET_NAME.search(name)
     }  # fmt: skip
     return {**kept, "TMPDIR": str(tmp)}
-
-
-class Stopped(RuntimeError):
-    """The app stopped while its gate ran (the gate is killed; it runs again on the next start)."""
 
 
 @dataclass(frozen=True, slots=True)

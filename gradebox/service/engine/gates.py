@@ -1,7 +1,10 @@
 """The service's gate queue: repositories, gates queued per token, one gate process at a time.
 
 Round-robin between tokens, revoked tokens' gates settled unrun, a stop's gates
-queued again: see :mod:`gradebox.service.api.gates`.
+queued again: see :mod:`gradebox.service.api.gates`. A gate runs in one of the
+lanes' batch places (:meth:`~gradebox.service.engine.lanes.Lanes.gate`): it waits
+for one as a run's sample does, so gates, runs and grades together stay within
+the server's ``--workers``.
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ class GateJobs:
     def _in_process(self, store: Store, gate_id: str, spec: GateSpec) -> JsonObject:
         """The gate's row, from a process of its own (see the module docstring)."""
         limit = self.time_limit_s if self.time_limit_s is not None else time_limit(self.config)
-        with GateProcess(spec, self.config) as proc:
+        with self.state.lanes.gate(alive=store.is_open), GateProcess(spec, self.config) as proc:
             self._pid = proc.pid
             try:
                 ended = proc.wait(limit, alive=store.is_open)

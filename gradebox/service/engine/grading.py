@@ -7,8 +7,10 @@ request asks (:class:`~gradebox.service.config.Layers`), the static layers
 policy, allowed rules and lockfile) and the judge (:mod:`.judging`: the CLI's
 judge stage). The record and its verdict come from
 :func:`gradebox.pipeline.core.finish`, which decides through
-:func:`gradebox.verdict.decide` alone, and the row from
-:meth:`gradebox.grade.Grade.to_row`: the same row as ``gradebox grade``. The
+:func:`gradebox.verdict.decide` alone; what is stored is a frozen
+:class:`~gradebox.service.rows.StoredGrade` (that record, capped, with the
+task's disclosure and the revisions it used), whose row is
+:meth:`gradebox.grade.Grade.to_row`'s: the same row as ``gradebox grade``. The
 judge only annotates: a test failure stays a failure, whatever it says.
 
 With ``judge: "defer"`` the row is returned with ``judge.status: "pending"``
@@ -38,19 +40,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gradebox.grade import StaticReport
+from gradebox.grade import Grade, StaticReport
 from gradebox.model import Sample
 from gradebox.pipeline.core import Annotation, Graded, finish
-from gradebox.pipeline.tests import Front, GradeConfig, Grader, infra_row
+from gradebox.pipeline.tests import Front, GradeConfig, Grader, infra_grade
 from gradebox.service.config import Layers, ServiceConfig
 from gradebox.service.engine.front import FrontFailure, FrontPool
 from gradebox.service.engine.lanes import Lane, Lanes
 from gradebox.service.engine.metrics import Metrics
 from gradebox.service.engine.static import BATCH_KEY
 from gradebox.service.engine.validate import build_task
-from gradebox.service.rows import cap_row, public_infra
+from gradebox.service.rows import StoredGrade
 from gradebox.service.store import Store
 from sandbox.runner import Sandbox
 
@@ -60,7 +62,7 @@ if TYPE_CHECKING:
     from gradebox.service.engine.rubricdata import RubricFiles
     from gradebox.service.engine.static import StaticService
 
-__all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_row"]
+__all__ = ["PENDING_REASON", "GradingService", "Outcome", "infra_grade"]
 
 PENDING_REASON = "the judge is still running; read the row again later"
 """The ``reason`` of a pending judge annotation."""
@@ -68,18 +70,17 @@ PENDING_REASON = "the judge is still running; read the row again later"
 _GRADERS_KEPT = 512
 """Graders kept (one per task revision in use), least recently used dropped first."""
 
-Row = dict[str, Any]
-StoreRow = Callable[[Row], Any]
+StoreRow = Callable[[StoredGrade], object]
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A sample's row, and the deferred judgement still to run, if any."""
+    """A sample's stored grade, and the deferred judgement still to run, if any."""
 
-    row: Row
-    """The row as stored."""
+    stored: StoredGrade
+    """The grade as stored."""
     later: Callable[[StoreRow], None] | None = None
-    """Start the deferred judgement; it calls its argument with the finished row."""
+    """Start the deferred judgement; it calls its argument with the finished grade."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +149,9 @@ class GradingService:
         """
         found = self._task(sample.task, revision)
         if found is None:
-            row = self.finish(infra_row(sample, "task is not registered"), "verdict")
-            return self._counted(Outcome(row), lane)
-        outcome = self._grade(found, sample, layers, lane, owner, rubric)
-        outcome.row["task_revision"] = found.revision
-        return outcome
+            stored = self.finish(infra_grade(sample, "task is not registered"), "verdict")
+            return self._counted(Outcome(stored), lane)
+        return self._grade(found, sample, layers, lane, owner, rubric)
 
     def _grade(
         self,
@@ -169,9 +168,8 @@ class GradingService:
         else:
             graded = self._tests(found, sample, lane)
         if isinstance(graded, str):
-            return self._counted(
-                Outcome(self.finish(infra_row(sample, graded), found.disclosure)), lane
-            )
+            stored = self.finish(infra_grade(sample, graded), found.disclosure, found.revision)
+            return self._counted(Outcome(stored), lane)
         notes: dict[str, Annotation] = {}
         if layers.static and self.static is not None and found.static is not None:
             t0 = time.perf_counter()
@@ -194,10 +192,8 @@ class GradingService:
                 from judge import JudgeResult  # noqa: PLC0415 - loaded with the judge
 
                 notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
-                later = self._later(
-                    judge, graded, notes, found.disclosure, lane, found.revision, owner
-                )
-        return self._counted(Outcome(self._row(graded, notes, found.disclosure), later), lane)
+                later = self._later(judge, graded, notes, found, lane, owner)
+        return self._counted(Outcome(self._stored(graded, notes, found), later), lane)
 
     def _with_rubric(self, graded: Graded, pinned: str | None = None) -> Graded:
         """``graded`` with its task's rubric as the file the judge loads (a stored rubric)."""
@@ -227,7 +223,7 @@ class GradingService:
         return graded
 
     def _counted(self, outcome: Outcome, lane: Lane) -> Outcome:
-        self._metrics.verdict(lane, outcome.row.get("verdict"))
+        self._metrics.verdict(lane, outcome.stored.grade.verdict.verdict)
         return outcome
 
     def _judged(self, note: Annotation, lane: Lane) -> Annotation:
@@ -237,34 +233,37 @@ class GradingService:
             self._metrics.stage("judge", lane, value.latency_ms / 1000)
         return note
 
-    def _row(self, graded: Graded, notes: dict[str, Annotation], disclosure: str) -> Row:
-        return self.finish(finish(graded, notes).to_row(), disclosure)
+    def _stored(
+        self, graded: Graded, notes: dict[str, Annotation], found: _TaskGrader
+    ) -> StoredGrade:
+        return self.finish(finish(graded, notes), found.disclosure, found.revision)
 
     def _later(
         self,
         judge: JudgeService,
         graded: Graded,
         notes: dict[str, Annotation],
-        disclosure: str,
+        found: _TaskGrader,
         lane: Lane,
-        revision: int,
         owner: str,
     ) -> Callable[[StoreRow], None]:
         def start(store_row: StoreRow) -> None:
             def done(note: Annotation) -> None:
                 self._judged(note, lane)
-                row = self._row(graded, {**notes, "judge": note}, disclosure)
-                store_row(row | {"task_revision": revision})
+                store_row(self._stored(graded, {**notes, "judge": note}, found))
 
             judge.later(graded, done, owner=owner)
 
         return start
 
-    def finish(self, row: Row, disclosure: str) -> Row:
-        """The row as stored: a fixed infra message, capped, with its task's disclosure."""
-        row = cap_row(public_infra(row, "grade"), self._config.max_row_bytes)
-        row["disclosure"] = disclosure or "verdict"
-        return row
+    def finish(self, grade: Grade, disclosure: str, revision: int | None = None) -> StoredGrade:
+        """The grade as stored: a fixed infra message, capped, with its task's disclosure.
+
+        ``revision`` is the task revision it was graded against (``None``: none was found).
+        """
+        return StoredGrade.capped(
+            grade, disclosure, self._config.max_row_bytes, task_revision=revision
+        )
 
     def _task(self, task_id: str, revision: int | None) -> _TaskGrader | None:
         if revision is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -140,6 +141,7 @@ class ServiceState:
             self._store, lambda: self._grading, self.lanes, self._rubrics
         )
         self.lanes.on_free(worker.wake)
+        self.lanes.count_samples(lambda: worker.running)
         store = self._store
         self.metrics.gauges(
             "sync", depth=lambda: self.slots.total, busy=lambda: self.lanes.sync_inflight
@@ -247,13 +249,13 @@ def _settle_pending(store: Store) -> None:
         status="unavailable",
         reason_code="endpoint_error",
         reason="the service stopped before the judge answered",
-    ).to_row()
-    for kind, key, idx, row in rows:
-        row["judge"] = lost
+    )
+    for kind, key, idx, stored in rows:
+        settled = replace(stored, grade=replace(stored.grade, judge=lost))
         if kind == "grade":
-            store.update_grade(key, row)
+            store.update_grade(key, settled)
         else:
-            store.update_result(key, idx, row)
+            store.update_result(key, idx, settled)
     _log.warning(
         "%d deferred judgements were lost at the last stop (judge: unavailable)", len(rows)
     )

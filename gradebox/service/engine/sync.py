@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 from functools import partial
 
 from gradebox.model import Sample
@@ -12,7 +13,7 @@ from gradebox.service.config import Layers
 from gradebox.service.engine.grading import GradingService, Outcome
 from gradebox.service.engine.state import ServiceState
 from gradebox.service.engine.validate import sample_from_json
-from gradebox.service.rows import Row
+from gradebox.service.rows import StoredGrade
 
 __all__ = ["submit_grade"]
 
@@ -24,8 +25,8 @@ def submit_grade(
     owner: str,
     sample: Mapping[str, object],
     layers: Layers,
-) -> Future[Row]:
-    """Grade ``sample`` in the server's pool; the future is its stored row.
+) -> Future[StoredGrade]:
+    """Grade ``sample`` in the server's pool; the future is its stored grade.
 
     The caller holds a grade slot of ``owner``'s; it is given back when the grade ends.
     """
@@ -43,10 +44,13 @@ def _grade_and_store(
     owner: str,
     sample: Sample,
     layers: Layers,
-) -> Row:
-    """Grade (in a worker thread), store the row, start a deferred judgement."""
+) -> StoredGrade:
+    """Grade (in a worker thread), store the grade, start a deferred judgement."""
     outcome: Outcome = grading.grade(sample, layers, owner=owner)
-    state.store.put_grade(grade_id, owner, outcome.row)
+    stored = replace(outcome.stored, grade_id=grade_id)
+    state.store.put_grade(grade_id, owner, stored)
     if outcome.later is not None:
-        outcome.later(lambda row: state.store.update_grade(grade_id, row))
-    return outcome.row
+        outcome.later(
+            lambda done: state.store.update_grade(grade_id, replace(done, grade_id=grade_id))
+        )
+    return stored

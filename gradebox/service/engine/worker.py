@@ -34,10 +34,11 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Any
 
 from gradebox.service.config import Layers
-from gradebox.service.engine.grading import GradingService, Outcome, infra_row
+from gradebox.service.engine.grading import GradingService, Outcome, infra_grade
 from gradebox.service.engine.lanes import Lanes
 from gradebox.service.engine.rubricdata import RubricFiles
 from gradebox.service.engine.validate import sample_from_json
@@ -71,6 +72,8 @@ class RunWorker:
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="gradebox-runs", daemon=True)
         self._inflight: dict[Future[None], str] = {}
+        self._running = 0  # samples submitted and not done (read by the lanes from any thread)
+        self._running_lock = threading.Lock()
         self._cursor: dict[str, int] = {}  # run id -> the last sample index handed out
         self._last_owner: str | None = None
 
@@ -78,6 +81,17 @@ class RunWorker:
     def inflight(self) -> int:
         """Batch samples being graded now."""
         return len(self._inflight)
+
+    @property
+    def running(self) -> int:
+        """Batch samples submitted and not done yet (safe to read from any thread)."""
+        with self._running_lock:
+            return self._running
+
+    def _finished(self, _future: Future[None]) -> None:
+        with self._running_lock:
+            self._running -= 1
+        self._lanes.freed()  # wakes this worker and a gate waiting for a place
 
     def start(self) -> None:
         """Start the thread; unfinished runs in the database resume at once."""
@@ -118,9 +132,11 @@ class RunWorker:
             if item is None:
                 return
             owner, run_id, idx, obj = item
+            with self._running_lock:
+                self._running += 1
             future = pool.submit(self._grade_one, grading, owner, run_id, idx, obj)
             self._inflight[future] = run_id
-            future.add_done_callback(lambda _f: self._wake.set())
+            future.add_done_callback(self._finished)
 
     def _next(self) -> tuple[str, str, int, dict[str, Any]] | None:
         """The next sample to grade: the next token in turn, its oldest run with work left.
@@ -178,15 +194,19 @@ class RunWorker:
         layers = Layers.from_json(self._store.run_options(run_id))
         revision = self._store.run_revision(run_id, sample.task)  # pinned when submitted
         pin = self._store.run_rubric(run_id, sample.task) if layers.judge != "off" else None
-        pinned: dict[str, Any] = {} if pin is None else {"rubric_revision": pin.revision}
+        pinned = None if pin is None else pin.revision
         try:
             rubric = None if pin is None or self._rubrics is None else self._rubrics.pinned(pin)
             outcome = grading.grade(
                 sample, layers, lane="batch", revision=revision, owner=owner, rubric=rubric
             )
         except Exception as exc:  # a grader bug must not look like a wrong submission
-            row = grading.finish(infra_row(sample, f"grader error: {type(exc).__name__}"), "")
-            outcome = Outcome(row)
-        outcome.row.update(pinned)
-        if self._store.put_result(run_id, idx, outcome.row) and outcome.later is not None:
-            outcome.later(lambda row: self._store.update_result(run_id, idx, row | pinned))
+            grade = infra_grade(sample, f"grader error: {type(exc).__name__}")
+            outcome = Outcome(grading.finish(grade, ""))
+        stored = replace(outcome.stored, rubric_revision=pinned)
+        if self._store.put_result(run_id, idx, stored) and outcome.later is not None:
+            outcome.later(
+                lambda done: self._store.update_result(
+                    run_id, idx, replace(done, rubric_revision=pinned)
+                )
+            )

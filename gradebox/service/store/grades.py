@@ -1,12 +1,16 @@
-"""Rows of synchronous grades (committed without waiting for the disk: the client holds them)."""
+"""Synchronous grades (committed without waiting for the disk: the client holds them).
+
+Rows go in and come out as :class:`~gradebox.service.rows.StoredGrade`; the
+column holds :meth:`~gradebox.service.rows.StoredGrade.to_row` as JSON.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
+from gradebox.service.rows import StoredGrade
 from gradebox.service.store import schema as storesql
 from gradebox.service.store.db import Database, dump
 
@@ -16,25 +20,26 @@ __all__ = ["GradeTable"]
 class GradeTable(Database):
     """Synchronous grades by id, with their owner."""
 
-    def put_grade(self, grade_id: str, owner: str, row: Mapping[str, object]) -> None:
-        """Store a synchronous grade's row under its id."""
+    def put_grade(self, grade_id: str, owner: str, stored: StoredGrade) -> None:
+        """Store a synchronous grade under its id."""
         self._write_fast(
             "INSERT INTO grades (id, owner, created, row) VALUES (?, ?, ?, ?)",
-            (grade_id, owner, time.time(), dump(row)),
+            (grade_id, owner, time.time(), dump(stored.to_row())),
         )
 
-    def update_grade(self, grade_id: str, row: Mapping[str, object]) -> bool:
-        """Replace a grade's row (its deferred judgement arrived)."""
-        return (
-            self._write_fast("UPDATE grades SET row = ? WHERE id = ?", (dump(row), grade_id)) == 1
-        )
+    def update_grade(self, grade_id: str, stored: StoredGrade) -> bool:
+        """Replace a grade (its deferred judgement arrived)."""
+        text = dump(stored.to_row())
+        return self._write_fast("UPDATE grades SET row = ? WHERE id = ?", (text, grade_id)) == 1
 
-    def grade(self, grade_id: str) -> tuple[str, dict[str, Any]] | None:
-        """``(owner, row)`` of a synchronous grade."""
+    def grade(self, grade_id: str) -> tuple[str, StoredGrade] | None:
+        """``(owner, grade)`` of a synchronous grade."""
         row = self._one("SELECT owner, row FROM grades WHERE id = ?", (grade_id,))
-        return None if row is None else (str(row[0]), json.loads(row[1]))
+        if row is None:
+            return None
+        return str(row[0]), StoredGrade.from_row(json.loads(row[1]), grade_id=grade_id)
 
-    def pending_judgements(self) -> list[tuple[str, str, int, dict[str, Any]]]:
+    def pending_judgements(self) -> list[tuple[str, str, int, StoredGrade]]:
         """Every stored row still marked ``judge.status: pending``.
 
         Returns:
@@ -42,11 +47,12 @@ class GradeTable(Database):
         """
         grades = self._all(f"SELECT id, row FROM grades WHERE {storesql.PENDING}")  # noqa: S608
         samples = self._all(f"SELECT run_id, idx, row FROM samples WHERE {storesql.PENDING}")  # noqa: S608
-        return [("grade", str(g), -1, json.loads(r)) for g, r in grades] + [
-            ("run", str(r), int(i), json.loads(x)) for r, i, x in samples
-        ]
+        return [
+            ("grade", str(g), -1, StoredGrade.from_row(json.loads(r), grade_id=str(g)))
+            for g, r in grades
+        ] + [("run", str(r), int(i), StoredGrade.from_row(json.loads(x))) for r, i, x in samples]
 
-    def results(self, run_id: str, *, page: int = 500) -> Iterator[dict[str, Any]]:
+    def results(self, run_id: str, *, page: int = 500) -> Iterator[StoredGrade]:
         """The finished results of a run in sample order, read a page at a time."""
         last = -1
         while True:
@@ -57,6 +63,6 @@ class GradeTable(Database):
             )
             for idx, text in rows:
                 last = int(idx)
-                yield json.loads(text)
+                yield StoredGrade.from_row(json.loads(text))
             if len(rows) < page:
                 return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from gradebox.service.rows import StoredGrade
 from gradebox.service.store.feedback import FeedbackGroup, Target
 from gradebox.service.store.gates import GateRecord, RepoRecord
 from gradebox.service.store.records import (
@@ -131,31 +132,31 @@ class GradeStore(Protocol):
     def has_result(self, run_id: str, idx: int) -> bool:
         """Whether a sample already has its result."""
 
-    def put_result(self, run_id: str, idx: int, row: Mapping[str, object]) -> bool:
+    def put_result(self, run_id: str, idx: int, stored: StoredGrade) -> bool:
         """Write (and commit) a sample's result once; False when it already had one."""
 
     def run_options(self, run_id: str) -> dict[str, object]:
         """The layer options a run was submitted with (``{}`` for an unknown run)."""
 
-    def update_result(self, run_id: str, idx: int, row: Mapping[str, object]) -> bool:
+    def update_result(self, run_id: str, idx: int, stored: StoredGrade) -> bool:
         """Replace a sample's result (its deferred judgement arrived); False if it has none."""
 
     def judge_pending(self, run_id: str) -> int:
         """How many of a run's results still wait for their deferred judgement."""
 
-    def put_grade(self, grade_id: str, owner: str, row: Mapping[str, object]) -> None:
-        """Store a synchronous grade's row under its id."""
+    def put_grade(self, grade_id: str, owner: str, stored: StoredGrade) -> None:
+        """Store a synchronous grade under its id."""
 
-    def update_grade(self, grade_id: str, row: Mapping[str, object]) -> bool:
-        """Replace a grade's row (its deferred judgement arrived)."""
+    def update_grade(self, grade_id: str, stored: StoredGrade) -> bool:
+        """Replace a grade (its deferred judgement arrived)."""
 
-    def grade(self, grade_id: str) -> tuple[str, dict[str, Any]] | None:
-        """``(owner, row)`` of a synchronous grade."""
+    def grade(self, grade_id: str) -> tuple[str, StoredGrade] | None:
+        """``(owner, grade)`` of a synchronous grade."""
 
-    def pending_judgements(self) -> list[tuple[str, str, int, dict[str, Any]]]:
-        """Every stored row still marked ``judge.status: pending``."""
+    def pending_judgements(self) -> list[tuple[str, str, int, StoredGrade]]:
+        """Every stored grade still marked ``judge.status: pending``."""
 
-    def results(self, run_id: str, *, page: int = 500) -> Iterator[dict[str, Any]]:
+    def results(self, run_id: str, *, page: int = 500) -> Iterator[StoredGrade]:
         """The finished results of a run in sample order, read a page at a time."""
 
     def rubric(self, name: str) -> tuple[str, int, float] | None:

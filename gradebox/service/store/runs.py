@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gradebox.model import task_of
+from gradebox.service.rows import StoredGrade
 from gradebox.service.store import schema as storesql
 from gradebox.service.store.db import Database, dump
 from gradebox.service.store.records import QuotaExceeded, RubricPin, RunInfo, RunStatus
@@ -214,12 +215,12 @@ class RunTable(Database):
         )
         return bool(row and row[0])
 
-    def put_result(self, run_id: str, idx: int, row: Mapping[str, object]) -> bool:
+    def put_result(self, run_id: str, idx: int, stored: StoredGrade) -> bool:
         """Write (and commit) a sample's result once; False when it already had one."""
         return (
             self._write(
                 "UPDATE samples SET row = ? WHERE run_id = ? AND idx = ? AND row IS NULL",
-                (dump(row), run_id, idx),
+                (dump(stored.to_row()), run_id, idx),
             )
             == 1
         )
@@ -229,12 +230,12 @@ class RunTable(Database):
         row = self._one("SELECT options FROM runs WHERE id = ?", (run_id,))
         return {} if row is None else dict(json.loads(row[0]))
 
-    def update_result(self, run_id: str, idx: int, row: Mapping[str, object]) -> bool:
+    def update_result(self, run_id: str, idx: int, stored: StoredGrade) -> bool:
         """Replace a sample's result (its deferred judgement arrived); False if it has none."""
         return (
             self._write(
                 "UPDATE samples SET row = ? WHERE run_id = ? AND idx = ? AND row IS NOT NULL",
-                (dump(row), run_id, idx),
+                (dump(stored.to_row()), run_id, idx),
             )
             == 1
         )

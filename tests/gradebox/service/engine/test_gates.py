@@ -27,8 +27,8 @@ from gradebox.patches import GateConfig
 from gradebox.service import ServiceConfig, Store, create_app, create_token
 from sandbox.command import CommandLimits
 
-from ..gradebox.patches import conftest as patch_fixtures
-from ..gradebox.patches.conftest import F2P, fix_mean, make_repo
+from ...patches import conftest as patch_fixtures
+from ...patches.conftest import F2P, fix_mean, make_repo
 
 env_cache = patch_fixtures.env_cache  # the session's environment cache (a fixture)
 

@@ -24,7 +24,7 @@ from gradebox.service import Store
 
 pytestmark = pytest.mark.anyio
 
-FIXTURE = Path(__file__).resolve().parents[1] / "cases" / "service" / "before_task_ids.sqlite"
+FIXTURE = Path(__file__).resolve().parents[3] / "cases" / "service" / "before_task_ids.sqlite"
 KEYED = ("tasks", "task_revisions", "run_tasks", "run_rubrics")
 TABLES = (*KEYED, "tokens", "runs", "samples", "grades", "feedback", "rubrics")
 QUEUED = "queued0before0ids0000000"
@@ -69,7 +69,7 @@ def test_the_migration_renames_the_key_and_keeps_every_row(old_db: Path) -> None
             "mean": "mean",
         }
         done = next(r for (r,) in store.fetch_all("SELECT id FROM runs WHERE status = 'done'"))
-        rows = list(store.results(done))
+        rows = [stored.to_row() for stored in store.results(done)]  # StoredGrade, as stored
         assert len(rows) == 17 and all("task" not in r for r in rows)
         # A stored row from before task ids reads as its fn's task.
         assert all(Grade.from_row(r).task == r["fn"] for r in rows if "task_revision" in r)

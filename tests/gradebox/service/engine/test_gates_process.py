@@ -38,8 +38,8 @@ from ports import free_port
 from gradebox.patches import GateSpec, TestIds, run_gate
 from gradebox.service.api.gates import child_env
 
-from ..gradebox.patches import conftest as patch_fixtures
-from ..gradebox.patches.conftest import F2P, fix_mean, make_repo
+from ...patches import conftest as patch_fixtures
+from ...patches.conftest import F2P, fix_mean, make_repo
 from .test_gates import bearer, service, wait_gate
 
 env_cache = patch_fixtures.env_cache  # the session's environment cache (a fixture)

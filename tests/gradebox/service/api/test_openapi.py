@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gradebox.service import ServiceConfig, create_app
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_openapi_json_is_current():

@@ -24,7 +24,7 @@ from gradebox.service import ServiceConfig, Store, create_app, create_token
 from gradebox.service.engine.static import StaticService
 from sandbox import Sandbox, open_sandbox
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.anyio
 
-KILL = (Path(__file__).parents[1] / "sandbox" / "attacks" / "kill_parent.py").read_text()
+KILL = (Path(__file__).parents[3] / "sandbox" / "attacks" / "kill_parent.py").read_text()
 HONEST = "def f(x, marker):\n    return x + 1\n"
 WRONG = "def f(x, marker):\n    return x\n"
 TASK = {
