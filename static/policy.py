@@ -106,7 +106,7 @@ class Selector:
         if layer is not None and layer not in get_args(Layer):
             raise ValueError(f"unknown layer {layer!r}; known: {list(get_args(Layer))}")
         severity = data.get("min_severity", "info")
-        if severity not in _RANK:
+        if not isinstance(severity, str) or severity not in _RANK:  # {} is unhashable
             raise ValueError(f"unknown severity {severity!r}; known: {list(_RANK)}")
         return cls(
             layer=cast("Layer | None", layer),

@@ -39,19 +39,29 @@ the event loop within a budget (:mod:`.api.bodies`); grade slots and queue place
 are taken only once a body is read and checked. Every response carries an
 ``X-Request-ID``, and every log line written while serving it the same id
 (:mod:`.logs`).
+
+Every error answer has one body, ``{"detail", "problems"?}``
+(:class:`~.problems.ErrorJson`): the handlers here give FastAPI's parameter
+checks and routing's 404 and 405 that shape too, and a 405 (``OPTIONS``
+included) lists in ``Allow`` every method of the path, not of one route. The
+OpenAPI document declares every status a route can answer (:mod:`.api.responses`)
+and no schema of FastAPI's own error shape.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match
 
 from gradebox.service.api import feedback, gates, grades, probes, rubrics, runs, tasks, tokens
 from gradebox.service.api.middleware import RequestMetrics
@@ -59,7 +69,7 @@ from gradebox.service.config import ServiceConfig
 from gradebox.service.engine.gates import GateJobs
 from gradebox.service.engine.state import ServiceState
 from gradebox.service.logs import RequestIds
-from gradebox.service.problems import ApiError
+from gradebox.service.problems import ApiError, ErrorJson, Problem, Where
 from sandbox.runner import Sandbox
 
 if TYPE_CHECKING:
@@ -109,9 +119,12 @@ def create_app(
     app.add_middleware(RequestMetrics, metrics=state.metrics)
     app.add_middleware(RequestIds)  # outermost: the id covers every line of the request
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _invalid_parameters)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal_error)
     for module in _ROUTERS:
         app.include_router(module.router)
+    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     app.state.gates = GateJobs(state)
     return app
 
@@ -131,6 +144,68 @@ async def _lifespan(state: ServiceState, _app: FastAPI) -> AsyncIterator[None]:
 
 async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
     return JSONResponse(exc.to_json(), status_code=exc.status, headers=exc.headers)
+
+
+_WHERE: dict[object, Where] = {"path": "path", "query": "query", "header": "header"}
+
+
+async def _invalid_parameters(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's parameter checks (``?judge=bogus``), in the service's one error shape."""
+    problems = []
+    for error in exc.errors():
+        loc = tuple(error.get("loc", ()))
+        where = _WHERE.get(loc[0] if loc else None, "body")
+        name = "/".join(str(part) for part in loc[1:])
+        problems.append(Problem(name if where != "body" else f"/{name}", str(error["msg"]), where))
+    return await _api_error(_request, ApiError(422, "invalid parameters", problems))
+
+
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    """Routing's answers (404, 405) in the one error shape; a 405 allows the path's methods."""
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_methods_of(request))
+    body: ErrorJson = {"detail": str(exc.detail)}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def _methods_of(request: Request) -> list[str]:
+    """Every method some route of ``request``'s path answers (Starlette names one route's)."""
+    methods: set[str] = set()
+    for route in _flat(request.app.router.routes):
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
+def _flat(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route, also inside included routers (FastAPI keeps those whole, unprefixed here)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is None:
+            yield route
+        else:
+            yield from _flat(inner.routes)
+
+
+def _openapi(app: FastAPI) -> dict[str, object]:
+    """FastAPI's document without its own 422 shape, which this service never sends.
+
+    FastAPI adds a 422 with ``HTTPValidationError`` to a route with parameters that
+    declares none; a route that can answer 422 declares it with the service's shape.
+    """
+    if app.openapi_schema is None:
+        schema = FastAPI.openapi(app)
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                answer = operation["responses"].get("422", {})
+                if "HTTPValidationError" in str(answer.get("content")):
+                    del operation["responses"]["422"]
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -19,6 +19,7 @@ names and notes are stored and never returned, logged or counted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated
@@ -27,6 +28,8 @@ from fastapi import APIRouter, Query, Request
 
 from gradebox.service.api.bodies import Budget, parse_json
 from gradebox.service.api.deps import State, Who, body
+from gradebox.service.api.openapi_bodies import json_body
+from gradebox.service.api.responses import BODY, WHO, errors
 from gradebox.service.engine.feedback import stats
 from gradebox.service.engine.state import ServiceState
 from gradebox.service.problems import ApiError, Problem
@@ -93,11 +96,40 @@ def check_feedback(parsed: object) -> Feedback:
 
 router = APIRouter(tags=["feedback"])
 
-_SINCE = Query(description="ISO 8601 time or Unix seconds (default: all).")
-_TASK = Query(description="Only this task's samples.")
+_BODY = json_body(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["accepted"],
+        "properties": {
+            "accepted": {"type": "boolean"},
+            "reviewer": {"type": ["string", "null"], "maxLength": MAX_REVIEWER},
+            "note": {"type": ["string", "null"], "maxLength": MAX_NOTE},
+        },
+    }
+)
+
+_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+_SINCE = Query(
+    description="An RFC 3339 time with its offset, or Unix seconds (default: all).",
+    json_schema_extra={
+        "anyOf": [
+            {"type": "string", "pattern": f"^{_SECONDS.pattern}$"},
+            {"type": "string", "format": "date-time", "pattern": f"^{_RFC3339.pattern}$"},
+        ]
+    },
+)
+_TASK = Query(description="Only this task's samples.", json_schema_extra={"maxLength": 200})
 
 
-@router.post("/v1/grades/{grade_id}/feedback")
+@router.post(
+    "/v1/grades/{grade_id}/feedback",
+    openapi_extra=_BODY,
+    responses=errors(*WHO, *BODY, 404),
+)
 async def grade_feedback(grade_id: str, request: Request, who: Who, state: State) -> JsonObject:
     """Say whether a synchronous grade's sample was accepted (sending again replaces it)."""
     found = state.store.grade(grade_id) if len(grade_id) <= 64 else None
@@ -108,7 +140,11 @@ async def grade_feedback(grade_id: str, request: Request, who: Who, state: State
     return {"grade_id": grade_id, "accepted": fb.accepted, "recorded": iso_time(when)}
 
 
-@router.post("/v1/runs/{run_id}/samples/{sample_id}/feedback")
+@router.post(
+    "/v1/runs/{run_id}/samples/{sample_id}/feedback",
+    openapi_extra=_BODY,
+    responses=errors(*WHO, *BODY, 404),
+)
 async def run_feedback(
     run_id: str, sample_id: str, request: Request, who: Who, state: State
 ) -> JsonObject:
@@ -129,7 +165,7 @@ async def run_feedback(
     }
 
 
-@router.get("/v1/stats")
+@router.get("/v1/stats", responses=errors(*WHO, 422))
 async def get_stats(
     who: Who,
     state: State,
@@ -160,14 +196,16 @@ def _since(text: str | None) -> float:
     if text is None:
         return 0.0
     try:
-        return float(text) if text.replace(".", "", 1).isdigit() else _iso(text)
+        return float(text) if _SECONDS.fullmatch(text) else _iso(text)
     except ValueError as exc:
         message = "must be an ISO 8601 time (2026-12-01T00:00:00Z) or Unix seconds"
         raise ApiError(422, "invalid query", [Problem("since", message, "query")]) from exc
 
 
 def _iso(text: str) -> float:
-    when = datetime.fromisoformat(text[:64])
+    if not _RFC3339.fullmatch(text):
+        raise ValueError("not an RFC 3339 time with its offset")
+    when = datetime.fromisoformat(text)
     if when.tzinfo is None:
         raise ValueError("no time zone")
     return when.timestamp()

@@ -45,11 +45,14 @@ runs again on the next start.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 
 from gradebox.service.api.bodies import Budget, off_loop, parse_json
 from gradebox.service.api.deps import Admin, State, Who, body
+from gradebox.service.api.openapi_bodies import json_body
+from gradebox.service.api.responses import ADMIN, BODY, WHO, errors
 from gradebox.service.engine import gates
 from gradebox.service.engine.gateprocess import child_env
 from gradebox.service.engine.gates import MAX_QUEUED, NOT_RUN, GateJobs
@@ -66,9 +69,57 @@ _GATE_KEYS = {"repo", "base", "patch", "fail_to_pass", "pass_to_pass", "intent",
 
 router = APIRouter(tags=["gates"])
 
+_NODE_IDS = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": _NODE_ID_MAX,
+              "pattern": "^[^-\\x00][^\\x00]*$"},
+    "description": "pytest node ids.",
+}  # fmt: skip
+_GATE_BODY = json_body(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["repo", "base", "patch"],
+        "properties": {
+            "repo": {"type": "string", "minLength": 1, "description": "A registered repository."},
+            "base": {"type": "string", "pattern": _REV.pattern, "description": "A revision name."},
+            "patch": {"type": "string", "minLength": 1, "description": "A unified diff."},
+            "fail_to_pass": _NODE_IDS,
+            "pass_to_pass": {"anyOf": [_NODE_IDS, {"const": "auto"}], "default": "auto"},
+            "intent": {"type": "string"},
+            "id": {"type": "string", "pattern": _ID.pattern},
+        },
+    }
+)
+_REPO_BODY = json_body(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path"],
+        "properties": {
+            "path": {
+                "type": "string",
+                "pattern": "^/",
+                "not": {"pattern": "://"},
+                "description": "An absolute path on the service host to a git repository with "
+                "a commit (never a URL).",
+            },
+            "lockfile": {
+                "type": ["string", "null"],
+                "not": {"anyOf": [{"pattern": "^/"}, {"pattern": "(^|/)\\.\\.(/|$)"}]},
+                "description": "The lockfile's path inside the repository.",
+            },
+            "protect": {"type": ["array", "null"], "items": {"type": "string"},
+                        "description": "Protected globs."},
+        },
+    }
+)  # fmt: skip
+RepoName = Annotated[str, Path(json_schema_extra={"pattern": _NAME.pattern})]
+"""A repository's name (documented here, checked by :func:`_check_repo`)."""
 
-@router.put("/v1/repos/{name}")
-async def put_repo(name: str, request: Request, _who: Admin, state: State) -> JsonObject:
+
+@router.put("/v1/repos/{name}", openapi_extra=_REPO_BODY, responses=errors(*ADMIN, *BODY))
+async def put_repo(name: RepoName, request: Request, _who: Admin, state: State) -> JsonObject:
     """Register a git repository on the service host (a path, never a URL)."""
     raw = await body(request, state)
     data = parse_json(raw, Budget(state.config.parse_budget_s))
@@ -79,13 +130,18 @@ async def put_repo(name: str, request: Request, _who: Admin, state: State) -> Js
     )
 
 
-@router.get("/v1/repos/{name}")
-async def get_repo(name: str, request: Request, _who: Admin) -> JsonObject:
+@router.get("/v1/repos/{name}", responses=errors(*ADMIN, 404))
+async def get_repo(name: RepoName, request: Request, _who: Admin) -> JsonObject:
     """A registered repository."""
     return gates.repo(_jobs(request), name)
 
 
-@router.post("/v1/gates", status_code=202)
+@router.post(
+    "/v1/gates",
+    status_code=202,
+    openapi_extra=_GATE_BODY,
+    responses=errors(*WHO, *BODY, 404, 429),
+)
 async def submit_gate(request: Request, who: Who, state: State) -> JsonObject:
     """Gate a patch to a registered repository: 202 with the gate's id."""
     raw = await body(request, state)
@@ -93,7 +149,7 @@ async def submit_gate(request: Request, who: Who, state: State) -> JsonObject:
     return await off_loop(gates.submit, _jobs(request), who, checked, limiter=state.parsers)
 
 
-@router.get("/v1/gates/{gate_id}")
+@router.get("/v1/gates/{gate_id}", responses=errors(*WHO, 404))
 async def get_gate(gate_id: str, request: Request, who: Who, state: State) -> JsonObject:
     """A gate's status, and its row once done."""
     return await off_loop(gates.describe, _jobs(request), who, gate_id, limiter=state.parsers)
@@ -141,11 +197,10 @@ def _check_gate(data: object) -> JsonObject:
         problems.append(Problem("/intent", "a string"))
     f2p = data.get("fail_to_pass", [])
     p2p = data.get("pass_to_pass", "auto")
-    for key, ids in (("fail_to_pass", f2p), ("pass_to_pass", None if p2p == "auto" else p2p)):
-        if ids is not None and not (isinstance(ids, list) and all(_node_id(i) for i in ids)):
-            problems.append(
-                Problem(key, "a list of pytest node ids" + (" or auto" if key[0] == "p" else ""))
-            )
+    for key, ids in (("fail_to_pass", f2p), ("pass_to_pass", [] if p2p == "auto" else p2p)):
+        if not (isinstance(ids, list) and all(_node_id(i) for i in ids)):  # null is no list
+            auto = " or auto" if key[0] == "p" else ""
+            problems.append(Problem("/" + key, "a list of pytest node ids" + auto))
     if problems:
         raise ApiError(422, "invalid gate", problems)
     return {"repo": data["repo"], "base": data["base"], "patch": data["patch"],

@@ -19,6 +19,7 @@ from gradebox.service.api.bodies import off_loop
 from gradebox.service.api.checks import one_sample, ready
 from gradebox.service.api.deps import State, Who, body
 from gradebox.service.api.openapi_bodies import GRADE_BODY
+from gradebox.service.api.responses import BODY, WHO, errors
 from gradebox.service.engine.sync import submit_grade
 from gradebox.service.problems import ApiError
 from gradebox.service.rows import JsonObject, shown
@@ -31,7 +32,7 @@ router = APIRouter(tags=["grade"])
 @router.post(
     "/v1/grade",
     openapi_extra=GRADE_BODY,
-    responses={408: {"description": "Body too slow"}, 429: {"description": "Rate limit"}},
+    responses=errors(*WHO, *BODY, 429, 503, 504),
 )
 async def grade(request: Request, who: Who, state: State) -> JsonObject:
     """Grade one sample now and return its row, as far as the task's disclosure allows."""
@@ -54,7 +55,7 @@ async def grade(request: Request, who: Who, state: State) -> JsonObject:
     return _with_id(shown(row, admin=who.is_admin), grade_id)
 
 
-@router.get("/v1/grades/{grade_id}")
+@router.get("/v1/grades/{grade_id}", responses=errors(*WHO, 404))
 async def get_grade(grade_id: str, who: Who, state: State) -> JsonObject:
     """A synchronous grade's row again; a deferred judgement shows once it finished."""
     found = state.store.grade(grade_id) if len(grade_id) <= 64 else None

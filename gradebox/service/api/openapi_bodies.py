@@ -3,15 +3,32 @@
 The bodies are read and checked by hand (strict JSON, JSON pointers in errors,
 size limits while reading), so FastAPI does not see them; these fragments put
 the same JSON schemas the loaders use into the published OpenAPI document.
+A loader schema's own ``$defs`` are written in place where they are used: a
+``#/$defs/...`` pointer inside the OpenAPI document would name the document's
+root, where nothing is. Routers whose bodies are checked by a few lines of their
+own (tokens, feedback, repositories, gates) declare their schema next to those
+lines with :func:`json_body`.
 """
 
 from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, get_args
 
-__all__ = ["GRADE_BODY", "RUN_BODY", "TASK_BODY"]
+from sandbox.types import Limits
+from static.findings import Layer, Severity
+
+__all__ = ["GRADE_BODY", "RUN_BODY", "TASK_BODY", "TASK_ID", "json_body"]
+
+TASK_ID = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": "^[^\\x00-\\x1f\\x7f]*$",
+    "description": "A task id: 1 to 200 characters, no control character (HumanEval/85).",
+}
+"""What a task id is (:func:`gradebox.model.task_id_problem`)."""
 
 
 def _schema(package: str, name: str) -> dict[str, Any]:
@@ -19,13 +36,31 @@ def _schema(package: str, name: str) -> dict[str, Any]:
     schema: dict[str, Any] = json.loads(text)
     for key in ("$schema", "$id"):
         schema.pop(key, None)
-    return schema
+    defs = schema.pop("$defs", {})
+    inlined: dict[str, Any] = _inline(schema, defs)
+    return inlined
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/NAME"}`` replaced by that definition."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+    return {key: _inline(value, defs) for key, value in node.items()}
 
 
 def _sample() -> dict[str, Any]:
     schema = _schema("gradebox", "samples.schema.json")
     schema["required"] = []
-    schema["anyOf"] = [{"required": ["task"]}, {"required": ["fn"]}]
+    schema["allOf"] = [
+        {"anyOf": [{"required": ["task"]}, {"required": ["fn"]}]},
+        {"oneOf": [{"required": ["reply"]}, {"required": ["code"]}]},
+    ]
+    schema["properties"]["task"] = TASK_ID | schema["properties"]["task"]
     schema["description"] = (
         "A samples.jsonl line; exactly one of reply or code. id is optional. The task is "
         "named by its id (task), or by fn (a task whose id is its entry point)."
@@ -52,7 +87,18 @@ def _grade() -> dict[str, Any]:
 
 
 def _static() -> dict[str, object]:
-    selectors = {"type": "array", "items": {"type": "object"}}
+    rules = {"type": "array", "items": {"type": "string", "minLength": 1}}
+    selector = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "layer": {"enum": list(get_args(Layer))},
+            "rules": rules | {"default": ["*"]},
+            "min_severity": {"enum": list(get_args(Severity)), "default": "info"},
+            "except_rules": rules,
+        },
+    }
+    selectors = {"type": ["array", "null"], "items": selector}
     return {
         "type": "object",
         "additionalProperties": False,
@@ -60,21 +106,23 @@ def _static() -> dict[str, object]:
         "properties": {
             "policy": {
                 "type": "object",
+                "additionalProperties": False,
                 "properties": {"fail_on": selectors, "review_on": selectors},
                 "description": "Replaces the server's static policy (static.policy selectors).",
             },
             "allow_rules": {
                 "type": "array",
-                "items": {"type": "string"},
+                "items": {"type": "string", "pattern": "^[A-Za-z0-9*?_\\-]{1,40}$"},
                 "description": "Rule ids the task legitimately needs (B324 for an MD5 task): "
                 "their findings stay on the row and never decide it.",
             },
             "lockfile": {
                 "type": "object",
+                "additionalProperties": False,
                 "required": ["name", "content"],
                 "properties": {
                     "name": {"enum": ["requirements.txt", "uv.lock", "poetry.lock", "pylock.toml"]},
-                    "content": {"type": "string"},
+                    "content": {"type": "string", "maxLength": 1024 * 1024},
                 },
                 "description": "The lockfile imports are checked against (no -r / -c includes).",
             },
@@ -87,7 +135,7 @@ def _task() -> dict[str, object]:
     hidden["required"] = ["args"]
     public = _schema("sandbox", "public.schema.json")
     public["required"] = []
-    limit = {"type": "number", "exclusiveMinimum": 0}
+    del public["properties"]["static"]  # a task body's static settings are its own /static
     return {
         "type": "object",
         "additionalProperties": False,
@@ -111,17 +159,28 @@ def _task() -> dict[str, object]:
                 "(cases), how many passed, failed and timed out (counts), or the verdict only.",
             },
             "static": _static(),
-            "limits": {
-                "type": "object",
-                "additionalProperties": False,
-                "description": "Lower the server's limits for this task (never raise them).",
-                "properties": {
-                    "case_timeout_s": limit,
-                    "candidate_timeout_s": limit,
-                    "memory_mb": {"type": "integer", "minimum": 1},
-                    "max_timeouts": {"type": "integer", "minimum": 0},
-                },
-            },
+            "limits": _limits(),
+        },
+    }
+
+
+def _limits() -> dict[str, object]:
+    ceiling = Limits()  # the server's defaults (serve --case-timeout ...): a task only lowers them
+
+    def limit(name: str, kind: str, least: dict[str, int]) -> dict[str, object]:
+        most = getattr(ceiling, name)
+        return {"type": kind, **least, "maximum": most, "description": f"At most the server's "
+                f"own (default {most:g})."}  # fmt: skip
+
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Lower the server's limits for this task (never raise them).",
+        "properties": {
+            "case_timeout_s": limit("case_timeout_s", "number", {"exclusiveMinimum": 0}),
+            "candidate_timeout_s": limit("candidate_timeout_s", "number", {"exclusiveMinimum": 0}),
+            "memory_mb": limit("memory_mb", "integer", {"minimum": 1}),
+            "max_timeouts": limit("max_timeouts", "integer", {"minimum": 0}),
         },
     }
 
@@ -135,9 +194,14 @@ def _body(schemas: dict[str, dict[str, Any]]) -> dict[str, object]:
     }
 
 
-TASK_BODY = _body({"application/json": _task()})
+def json_body(schema: dict[str, Any]) -> dict[str, object]:
+    """A route's ``openapi_extra``: a required JSON body of this schema."""
+    return _body({"application/json": schema})
+
+
+TASK_BODY = json_body(_task())
 """``PUT /v1/tasks/{task}``."""
-GRADE_BODY = _body({"application/json": _grade()})
+GRADE_BODY = json_body(_grade())
 """``POST /v1/grade``."""
 RUN_BODY = _body(
     {

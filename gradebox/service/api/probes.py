@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
 from gradebox.service.api.deps import Admin, State
+from gradebox.service.api.responses import ADMIN, errors
 from gradebox.service.engine.metrics import CONTENT_TYPE
 
 __all__ = ["router"]
@@ -20,7 +21,22 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "Not ready"}})
+def _ready(ready: bool, description: str) -> dict[str, object]:
+    properties: dict[str, object] = {"ready": {"const": ready}}
+    if ready:
+        properties["isolation"] = {"type": "string", "description": "The sandbox's backend."}
+    schema = {"type": "object", "required": list(properties), "properties": properties}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+@router.get(
+    "/readyz",
+    response_class=JSONResponse,
+    responses={
+        200: _ready(True, "Ready: the sandbox passed its isolation self-check."),
+        503: _ready(False, "Not ready (fail closed): the self-check has not passed."),
+    },
+)
 async def readyz(state: State) -> JSONResponse:
     """Ready only once the sandbox passed its isolation self-check (fail closed)."""
     if state.grading is None:
@@ -31,7 +47,13 @@ async def readyz(state: State) -> JSONResponse:
 @router.get(
     "/metrics",
     response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE.split(";")[0]: {}}, "description": "Metrics"}},
+    responses=errors(
+        *ADMIN,
+        ok={
+            "content": {CONTENT_TYPE.split(";")[0]: {"schema": {"type": "string"}}},
+            "description": "Metrics",
+        },
+    ),
 )
 async def metrics(_who: Admin, state: State) -> Response:
     """Prometheus text format (admin token: it shows every token's traffic)."""

@@ -7,11 +7,14 @@ is (:mod:`gradebox.service.engine.rubricdata`); a GET shows built-in rubrics too
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 
 from gradebox.service.api.bodies import off_loop
 from gradebox.service.api.deps import Admin, State, body
+from gradebox.service.api.responses import ADMIN, BODY, errors
+from gradebox.service.engine.rubricdata import RUBRIC_NAME
 from gradebox.service.problems import ApiError
 from gradebox.service.rows import JsonObject
 
@@ -20,6 +23,9 @@ __all__ = ["router"]
 _log = logging.getLogger("gradebox.service")
 
 router = APIRouter(tags=["rubrics"])
+
+RubricName = Annotated[str, Path(json_schema_extra={"pattern": f"^{RUBRIC_NAME.pattern}$"})]
+"""A rubric's name (documented here, checked by the rubric store)."""
 
 _TOML_BODY = {
     "requestBody": {
@@ -30,8 +36,12 @@ _TOML_BODY = {
 }
 
 
-@router.put("/v1/rubrics/{name}", openapi_extra=_TOML_BODY)
-async def put_rubric(name: str, request: Request, _who: Admin, state: State) -> JsonObject:
+@router.put(
+    "/v1/rubrics/{name}",
+    openapi_extra=_TOML_BODY,
+    responses=errors(*ADMIN, *BODY, 409, s409="A built-in rubric has this name."),
+)
+async def put_rubric(name: RubricName, request: Request, _who: Admin, state: State) -> JsonObject:
     """Store or replace a rubric; it is checked exactly as a rubric file is."""
     raw = await body(request, state)
     stored, loaded = await off_loop(state.rubrics.put, name, raw, limiter=state.parsers)
@@ -45,8 +55,8 @@ async def put_rubric(name: str, request: Request, _who: Admin, state: State) -> 
     }
 
 
-@router.get("/v1/rubrics/{name}")
-async def get_rubric(name: str, _who: Admin, state: State) -> JsonObject:
+@router.get("/v1/rubrics/{name}", responses=errors(*ADMIN, 404))
+async def get_rubric(name: RubricName, _who: Admin, state: State) -> JsonObject:
     """A rubric's text, revision, digest and criteria (built-in ones too)."""
     found = await off_loop(state.rubrics.describe, name, limiter=state.parsers)
     if found is None:

@@ -25,6 +25,7 @@ from gradebox.service.api.bodies import off_loop
 from gradebox.service.api.checks import layers_of, ready, run_samples
 from gradebox.service.api.deps import State, Who, body
 from gradebox.service.api.openapi_bodies import RUN_BODY
+from gradebox.service.api.responses import BODY, WHO, errors
 from gradebox.service.config import JudgeMode, Layers
 from gradebox.service.engine.auth import Principal
 from gradebox.service.engine.state import ServiceState
@@ -48,7 +49,7 @@ _JUDGE = Query(description="wait, defer or off (default: serve --judge-default, 
     "/v1/runs",
     status_code=202,
     openapi_extra=RUN_BODY,
-    responses={408: {"description": "Body too slow"}, 429: {"description": "Quota"}},
+    responses=errors(*WHO, *BODY, 429, 503),
 )
 async def submit(
     request: Request,
@@ -78,7 +79,7 @@ async def submit(
     return {"id": run_id, "status": "queued", "total": len(samples)}
 
 
-@router.get("/v1/runs/{run_id}")
+@router.get("/v1/runs/{run_id}", responses=errors(*WHO, 404))
 async def status(run_id: str, who: Who, state: State) -> JsonObject:
     """Status, progress and (over the results so far) the summary."""
     info = _visible(state, run_id, who)
@@ -94,7 +95,18 @@ async def status(run_id: str, who: Who, state: State) -> JsonObject:
     }
 
 
-@router.get("/v1/runs/{run_id}/results")
+@router.get(
+    "/v1/runs/{run_id}/results",
+    response_class=StreamingResponse,
+    responses=errors(
+        *WHO,
+        404,
+        ok={
+            "description": "results.jsonl: one row a line, in sample order.",
+            "content": {"application/jsonl": {"schema": {"type": "string"}}},
+        },
+    ),
+)
 async def results(run_id: str, who: Who, state: State) -> StreamingResponse:
     """The finished rows so far, in sample order, as JSON Lines (results.jsonl)."""
     _visible(state, run_id, who)
@@ -102,7 +114,7 @@ async def results(run_id: str, who: Who, state: State) -> StreamingResponse:
     return StreamingResponse(rows, media_type="application/jsonl")
 
 
-@router.get("/v1/runs/{old}/diff/{new}")
+@router.get("/v1/runs/{old}/diff/{new}", responses=errors(*WHO, 404))
 async def diff(old: str, new: str, who: Who, state: State) -> JsonObject:
     """What newly fails, newly passes or changed from run ``old`` to run ``new``."""
     _visible(state, old, who)
@@ -110,7 +122,10 @@ async def diff(old: str, new: str, who: Who, state: State) -> JsonObject:
     return await off_loop(_diff, state, old, new, who, limiter=state.parsers)
 
 
-@router.delete("/v1/runs/{run_id}")
+@router.delete(
+    "/v1/runs/{run_id}",
+    responses=errors(*WHO, 404, 409, s409="The run has already finished."),
+)
 async def cancel(run_id: str, who: Who, state: State) -> JsonObject:
     """Cancel a queued or running run; finished results stay."""
     _visible(state, run_id, who)

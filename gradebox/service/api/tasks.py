@@ -7,13 +7,15 @@ A task id may hold a slash (``HumanEval/85``, sent as is or as ``%2F``), hence
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 
 from gradebox.service.api.bodies import off_loop
 from gradebox.service.api.checks import checked_task
 from gradebox.service.api.deps import Admin, State, body
-from gradebox.service.api.openapi_bodies import TASK_BODY
+from gradebox.service.api.openapi_bodies import TASK_BODY, TASK_ID
+from gradebox.service.api.responses import ADMIN, BODY, errors
 from gradebox.service.problems import ApiError
 from gradebox.service.rows import JsonObject
 
@@ -23,9 +25,16 @@ _log = logging.getLogger("gradebox.service")
 
 router = APIRouter(tags=["tasks"])
 
+TaskId = Annotated[str, Path(json_schema_extra=TASK_ID)]
+"""A task id in the path (documented here, checked by the engine)."""
 
-@router.put("/v1/tasks/{task:path}", openapi_extra=TASK_BODY)
-async def put_task(task: str, request: Request, _who: Admin, state: State) -> JsonObject:
+
+@router.put(
+    "/v1/tasks/{task:path}",
+    openapi_extra=TASK_BODY,
+    responses=errors(*ADMIN, *BODY),
+)
+async def put_task(task: TaskId, request: Request, _who: Admin, state: State) -> JsonObject:
     """Register or replace a task by its id. Hidden cases are write-only: nothing returns them.
 
     The entry point is ``public.fn`` (default: the id, when it is a Python name).
@@ -40,8 +49,8 @@ async def put_task(task: str, request: Request, _who: Admin, state: State) -> Js
     return {"task": task, "fn": fn, "revision": revision, "cases": len(checked.hidden)}
 
 
-@router.get("/v1/tasks/{task:path}")
-async def get_task(task: str, _who: Admin, state: State) -> JsonObject:
+@router.get("/v1/tasks/{task:path}", responses=errors(*ADMIN, 404))
+async def get_task(task: TaskId, _who: Admin, state: State) -> JsonObject:
     """The public part of a task and how many hidden cases it has (never the cases)."""
     info = state.store.task_summary(task)
     if info is None:

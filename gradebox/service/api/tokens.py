@@ -18,6 +18,8 @@ from fastapi import APIRouter, Request
 from gradebox.model import task_id_problem
 from gradebox.service.api.bodies import Budget, parse_json
 from gradebox.service.api.deps import Admin, State, body
+from gradebox.service.api.openapi_bodies import TASK_ID, json_body
+from gradebox.service.api.responses import ADMIN, BODY, errors
 from gradebox.service.engine.auth import MAX_EXPIRY_S, ROLES, create_token
 from gradebox.service.problems import ApiError, Problem
 from gradebox.service.rows import JsonObject
@@ -32,8 +34,36 @@ _MAX_SCOPE = 1000
 
 router = APIRouter(tags=["tokens"])
 
+_BODY = json_body(
+    {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["role"],
+        "properties": {
+            "role": {"enum": list(ROLES)},
+            "expires_in_s": {
+                "type": ["number", "null"],
+                "exclusiveMinimum": 0,
+                "maximum": MAX_EXPIRY_S,
+                "description": "Seconds until it expires (default: never).",
+            },
+            "tasks": {
+                "type": ["array", "null"],
+                "maxItems": _MAX_SCOPE,
+                "items": TASK_ID,
+                "description": "The only tasks it may grade (default: all).",
+            },
+        },
+    }
+)
 
-@router.post("/v1/tokens", status_code=201)
+
+@router.post(
+    "/v1/tokens",
+    status_code=201,
+    openapi_extra=_BODY,
+    responses=errors(*ADMIN, *BODY),
+)
 async def new_token(request: Request, _who: Admin, state: State) -> JsonObject:
     """Create a token (optionally expiring, optionally for some tasks only); shown once."""
     raw = await body(request, state)
@@ -51,13 +81,13 @@ async def new_token(request: Request, _who: Admin, state: State) -> JsonObject:
     }
 
 
-@router.get("/v1/tokens")
+@router.get("/v1/tokens", responses=errors(*ADMIN))
 async def list_tokens(_who: Admin, state: State) -> JsonObject:
     """Every token's id, role, creation, expiry and task scope (never a secret)."""
     return {"tokens": [t.to_json() for t in state.store.tokens()]}
 
 
-@router.delete("/v1/tokens/{token_id}")
+@router.delete("/v1/tokens/{token_id}", responses=errors(*ADMIN, 404))
 async def revoke_token(token_id: str, _who: Admin, state: State) -> JsonObject:
     """Revoke a token: its next request is a 401; its queued runs are cancelled."""
     if len(token_id) > 64 or not state.store.revoke_token(token_id):
