@@ -22,7 +22,7 @@ from gradebox.patches.inputs import load_gates, load_swebench, parse_ids, read_t
 from gradebox.patches.outputs import comment, junit, sarif, swebench_report
 from gradebox.patches.rules import Origin, RuleReader, parse_id_lines
 from gradebox.patches.staticdiff import StaticSettings
-from gradebox.runs.private import private_text
+from gradebox.runs.private import private_binary, private_text
 from sandbox.backends import find_python
 from sandbox.command import CommandLimits
 from sandbox.errors import IsolationUnavailable
@@ -345,8 +345,9 @@ def _reports(rows: list[GateRow], o: dict[str, object]) -> None:
     ]
     for target, data in writes:
         if isinstance(target, Path):
-            try:
-                target.write_bytes(data)
+            try:  # hidden test ids and their failures: the owner's only, as --out
+                with private_binary(target) as fh:
+                    fh.write(data)
             except OSError as exc:
                 raise SetupError(f"cannot write {target}: {exc}") from exc
 

@@ -21,6 +21,7 @@ from gradebox.cli.options import isolation_option, sandbox_python_option
 from gradebox.errors import BadInput, SetupError
 from gradebox.model import Task
 from gradebox.runs.inputs import group_tasks
+from gradebox.runs.private import private_text
 from gradebox.suite import check_suite, freeze_cases, load_references, render_text
 from gradebox.suite.grow import dumps_lines
 from gradebox.suite.references import Reference
@@ -200,7 +201,8 @@ def grow(**o: Any) -> None:
     with _open(o) as sandbox:
         generated = generate_property_cases(props, refs, sandbox, seed=o["seed"], workers=o["jobs"])
     lines = freeze_cases(generated.cases, hidden)
-    o["out"].write_text(dumps_lines(lines), encoding="utf-8")
+    with private_text(o["out"]) as fh:  # new hidden cases: the owner's only, as hidden.jsonl
+        fh.write(dumps_lines(lines))
     total = sum(len(c) for c in generated.cases.values())
     lost = sum(len(d) for d in generated.dropped.values())
     click.echo(

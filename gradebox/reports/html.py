@@ -1,11 +1,11 @@
 """A self-contained HTML report of a run: one file, no network, candidate text inert.
 
-Sections: summary cards (pass@k, verdicts, timeouts and infra errors, judge
-reliability, static findings), a chart of the pass rate per task (inline SVG),
-a per-task table, and a drill-down per sample (outcome per hidden case index,
-gate and claim, static findings with code excerpts, the judge's annotation,
-the code). A small inline script filters the samples; without it everything
-is still shown.
+Sections: summary cards (pass@k, verdicts, hidden cases with not-run apart
+from failed, timeouts and infra errors, judge reliability, static findings), a
+chart of the pass rate per task (inline SVG), a per-task table, and a
+drill-down per sample (:mod:`gradebox.reports.html_samples`: outcomes in words,
+every sample that did not pass open). A small inline script filters the
+samples; without it everything is still shown.
 
 Candidate code and everything derived from it is hostile. Every piece of text
 is HTML-escaped (:func:`html.escape` with quotes) and nothing from a row is
@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from gradebox.grade import Grade
 from gradebox.judging.agreement import FlipRates, TestsAgreement, flip_rates, tests_agreement
 from gradebox.reports.assets import CSS as _CSS
 from gradebox.reports.assets import JS as _JS
-from gradebox.reports.junit import verdict_message
+from gradebox.reports.html_samples import escape as _e
+from gradebox.reports.html_samples import samples_section
+from gradebox.reports.words import REASON_WORDS
 from gradebox.runs.passk import PassKReport, Tally, estimate_tallies, format_value
 from gradebox.runs.private import private_text
 from sandbox.types import CaseOutcome
@@ -41,18 +41,11 @@ __all__ = ["MAX_SAMPLES", "render_html", "write_html"]
 MAX_SAMPLES = 2000
 """Samples a report embeds at most (each ~2-5 KB of HTML): a report of 100,000 still opens."""
 
-_OUTCOMES: tuple[str, ...] = get_args(CaseOutcome)
+_NOT_FAILED: frozenset[CaseOutcome] = frozenset({"ok", "timeout", "not_run"})
+"""Outcomes that are not failures: ``timeout`` is counted apart (as the row's
+``timeouts``) and ``not_run`` says nothing of the candidate."""
 _SEVERITIES = ("high", "medium", "low", "info")
-_CODE_CAP = 20_000
 _CHART_TASKS = 60
-_MINI_CASES = 40
-_OPEN_CODE_LINES = 30
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-
-
-def _e(value: Any) -> str:
-    """Escape any value for HTML text or a quoted attribute."""
-    return html.escape(_BAD_CHARS.sub("\ufffd", str(value)), quote=True)
 
 
 def _csp_hash(text: str) -> str:
@@ -107,7 +100,7 @@ def render_html(
         f'<div class="panel">{_chart(seen.per_task)}</div>',
         "<h2>Tasks</h2>",
         _task_table(seen.per_task, report),
-        _samples(rows, codes, case_names or {}, of=seen.n),
+        samples_section(rows, codes, case_names or {}, of=seen.n),
         _summary_json(summary),
         "<footer>Self-contained report written by gradebox: no network, no external files. "
         "Hidden cases are named by index (and name, where the hidden file gives one); "
@@ -162,6 +155,7 @@ class _Overview:
     def __init__(self, max_samples: int | None) -> None:
         self.cap = MAX_SAMPLES if max_samples is None else max(0, max_samples)
         self.n = self.timed_out = self.cases = self.infra = 0
+        self.outcomes: Counter[CaseOutcome] = Counter()  # every hidden case of every sample
         self.verdicts: Counter[str] = Counter()
         self.tallies: list[Tally] = []
         self._same: dict[Tally, Tally] = {}  # one object per distinct tally
@@ -184,13 +178,14 @@ class _Overview:
         self.timed_out += bool(g.tests.timeouts)
         self.cases += len(g.tests.timeouts)
         self.infra += g.infra
+        self.outcomes.update(g.tests.outcomes)
         counts = self.per_task.setdefault(g.task, Counter())
         counts["n"] += 1
         counts[verdict] += 1
         counts["timeouts"] += bool(g.tests.timeouts)
         counts["infra"] += g.infra
         if verdict != "pass":
-            counts["reason:" + g.verdict.reason] += 1
+            counts["reason:" + REASON_WORDS[g.verdict.reason]] += 1
         self._judge(g)
         if g.static is not None:
             self.checked += 1
@@ -254,6 +249,7 @@ def _cards(seen: _Overview, report: PassKReport) -> str:
             f"infrastructure errors <b>{seen.infra}</b>",
         )
     )
+    cards.append(_cases_card(seen.outcomes))
     cards.append(_judge_card(seen))
     cards.append(_static_card(seen))
     html_ = f'<div class="cards">{"".join(cards)}</div>'
@@ -263,6 +259,19 @@ def _cards(seen: _Overview, report: PassKReport) -> str:
             "(undefined, not 1.0).</p>"
         )
     return html_
+
+
+def _cases_card(outcomes: Counter[CaseOutcome]) -> str:
+    """Hidden cases over the run: ok, failed, timed out, and not run apart from failures."""
+    failed = sum(n for o, n in outcomes.items() if o not in _NOT_FAILED)
+    total = sum(outcomes.values())
+    return _card(
+        "hidden cases",
+        f"{outcomes['ok']} / {total}",
+        f"ok <b>{outcomes['ok']}</b> \u00b7 failed <b>{failed}</b> \u00b7 "
+        f"timed out <b>{outcomes['timeout']}</b>",
+        f"not run <b>{outcomes['not_run']}</b> (stopped before them: not failures)",
+    )
 
 
 def _verdict_bar(verdicts: Counter[str], total: int) -> str:
@@ -430,246 +439,6 @@ def _task_table(per: Mapping[str, Counter[str]], report: PassKReport) -> str:
         )
     out.append("</tbody></table>")
     return "".join(out)
-
-
-# --- samples ---------------------------------------------------------------------------
-
-
-def _samples(
-    rows: Sequence[Grade],
-    codes: Mapping[str, str | None],
-    names: Mapping[str, Sequence[str | None]],
-    *,
-    of: int,
-) -> str:
-    counts: Counter[str] = Counter(r.verdict.verdict for r in rows)
-    buttons = "".join(
-        f'<button type="button" data-filter="{v}" aria-pressed="{str(v == "all").lower()}">'
-        f"{label} ({len(rows) if v == 'all' else counts[v]})</button>"
-        for v, label in (
-            ("all", "all"),
-            ("pass", "pass"),
-            ("fail", "fail"),
-            ("needs_review", "needs review"),
-        )
-    )
-    legend = "".join(f'<span><i class="case o-{o}"></i>{o}</span>' for o in _OUTCOMES)
-    # The first sample that did not pass is open, to show that every line expands.
-    first = next((r for r in rows if r.verdict.verdict != "pass"), None)
-    return (
-        '<h2 id="samples">Samples</h2><div class="controls">'
-        f"{buttons}"
-        '<input id="q" type="search" placeholder="filter by id, task or reason" '
-        'aria-label="filter samples">'
-        '<button type="button" id="expand">expand / collapse</button>'
-        f'<span class="kv">showing <b id="shown">{len(rows)}</b></span></div>'
-        f'<div class="legend">hidden case outcomes: {legend}</div>'
-        + _capped(len(rows), of)
-        + "".join(
-            _sample(r, codes.get(r.id), names.get(r.task, ()), opened=r is first) for r in rows
-        )
-    )
-
-
-def _capped(shown: int, of: int) -> str:
-    if shown == of:
-        return ""
-    return (
-        f'<p class="note">This report embeds {shown} of {of} samples (those that did not '
-        "pass first, in input order); every sample is in results.jsonl.</p>"
-    )
-
-
-def _sample(
-    row: Grade,
-    code: str | None,
-    names: Sequence[str | None] = (),
-    *,
-    opened: bool = False,
-) -> str:
-    verdict = row.verdict.verdict
-    search = f"{row.id} {row.task} {row.fn} {verdict} {row.verdict.reason}".lower()
-    left = _outcomes(row, names) + _explain(row, names) + _facts(row) + _judge(row)
-    right = _findings(row, code) + _code_block(code, _finding_lines(row))
-    return (
-        f'<details class="sample"{" open" if opened else ""} data-verdict="{_e(verdict)}" '
-        f'data-search="{_e(search)}">'
-        f'<summary><span class="badge v-{_e(verdict)}">{_e(verdict.replace("_", " "))}</span>'
-        f'<span class="id">{_e(row.id)}</span><span class="fn">{_e(_task_label(row))}</span>'
-        f'<span class="why">{_e(verdict_message(row))}</span>{_mini(row)}</summary>'
-        f'<div class="body"><div>{left}</div><div>{right}</div></div></details>'
-    )
-
-
-def _task_label(row: Grade) -> str:
-    """The task's id, and its entry point when that is another name (``HumanEval/85 (add)``)."""
-    return row.task if row.task == row.fn else f"{row.task} ({row.fn})"
-
-
-def _mini(row: Grade) -> str:
-    """A strip of small squares, one per hidden case, for the collapsed line."""
-    outcomes = row.tests.outcomes
-    cells = "".join(f'<i class="o-{_e(o)}"></i>' for o in outcomes[:_MINI_CASES])
-    more = len(outcomes) - _MINI_CASES
-    extra = f"<b>+{more}</b>" if more > 0 else ""
-    return f'<span class="mini" aria-hidden="true">{cells}{extra}</span>'
-
-
-def _case_label(i: int, names: Sequence[str | None]) -> str:
-    name = names[i] if i < len(names) else None
-    return f"case {i} ({name})" if name else f"case {i}"
-
-
-def _outcomes(row: Grade, names: Sequence[str | None] = ()) -> str:
-    outcomes = row.tests.outcomes
-    if not outcomes:
-        return '<h4>Hidden cases</h4><p class="note">no case outcomes on this row</p>'
-    cells = "".join(
-        f'<span class="case o-{_e(o)}" title="{_e(_case_label(i, names))}: {_e(o)}">{i}</span>'
-        for i, o in enumerate(outcomes)
-    )
-    ok = outcomes.count("ok")
-    failed = [
-        f"<li>{_e(_case_label(i, names))}: <b>{_e(o)}</b></li>"
-        for i, o in enumerate(outcomes)
-        if o != "ok" and i < len(names) and names[i]
-    ]
-    listed = f'<ul class="named">{"".join(failed)}</ul>' if failed else ""
-    return (
-        f'<h4>Hidden cases ({ok} of {len(outcomes)} ok)</h4><div class="cases">{cells}</div>'
-        + listed
-    )
-
-
-def _explain(row: Grade, names: Sequence[str | None] = ()) -> str:
-    """Arguments, expected and actual values of failed cases (rows graded with --explain)."""
-    explain = row.tests.explain
-    entries = [e for e in explain if isinstance(e, Mapping)] if isinstance(explain, list) else []
-    if not entries:
-        return ""
-    out = [f"<h4>Failed cases, explained ({len(entries)})</h4>", '<table class="explain">']
-    out.append("<tr><th>case</th><th>args</th><th>expected</th><th>actual</th></tr>")
-    for e in entries:
-        i = e.get("case")
-        label = _case_label(i, names) if isinstance(i, int) else "case ?"
-        if e.get("name") and not (isinstance(i, int) and i < len(names) and names[i]):
-            label += f" ({e['name']})"
-        args = _json(e.get("args"))
-        if e.get("kwargs"):
-            args += " " + _json(e.get("kwargs"))
-        out.append(
-            f"<tr><td>{_e(label)}<br><b>{_e(e.get('outcome'))}</b></td>"
-            f"<td><code>{_e(args)}</code></td><td><code>{_e(_json(e.get('expect')))}</code></td>"
-            f"<td><code>{_e(_json(e.get('got')))}</code></td></tr>"
-        )
-    out.append("</table>")
-    if isinstance(ce := row.tests.counterexample, Mapping):
-        out.append(
-            f'<p class="kv">smallest counterexample: case {_e(ce.get("case"))} with '
-            f"<code>{_e(_json(ce.get('args')))}</code>, expected "
-            f"<code>{_e(_json(ce.get('expect')))}</code></p>"
-        )
-    return "".join(out)
-
-
-def _json(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 400 else text[:400] + "\u2026"
-
-
-def _finding_lines(row: Grade) -> set[int]:
-    return {f.line for f in row.static.findings} if row.static is not None else set()
-
-
-def _facts(row: Grade) -> str:
-    t, gate, dash = row.tests, row.tests.gate, "\u2014"
-    facts = [
-        ("verdict", f"{row.verdict.verdict} ({row.verdict.reason})"),
-        ("syntax", gate.syntax if gate else dash),
-        ("contract", gate.contract if gate else dash),
-        ("banned imports", (", ".join(gate.banned) if gate else "") or "none"),
-        ("O(1) claim", t.claim),
-        ("latency", f"{t.latency_ms} ms"),
-    ]
-    line = " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in facts)
-    more = ""
-    for label, text in (("detail", t.detail), ("infra error", t.infra_error)):
-        if text:
-            more += f'<p class="kv">{label}: {_e(text)}</p>'
-    return f'<p class="kv">{line}</p>{more}'
-
-
-def _findings(row: Grade, code: str | None) -> str:
-    if row.static is None:
-        return '<h4>Static findings</h4><p class="note">static layers did not run</p>'
-    findings = row.static.findings
-    if not findings:
-        return '<h4>Static findings</h4><p class="note">none</p>'
-    lines = code.splitlines() if code is not None else None
-    out = [f"<h4>Static findings ({len(findings)})</h4>"]
-    if lines is None:
-        out.append('<p class="note">code is not on the row: no excerpts</p>')
-    for f in findings:
-        out.append(
-            f'<p><span class="sev-{_e(f.severity)}">{_e(f.severity)}</span> '
-            f"<b>{_e(f.layer)}/{_e(f.rule)}</b> line {_e(f.line)}: {_e(f.message)}</p>"
-        )
-        if lines is not None:
-            out.append(_excerpt(lines, f.line))
-    return "".join(out)
-
-
-def _excerpt(lines: Sequence[str], line: int) -> str:
-    if not 1 <= line <= len(lines):
-        return ""
-    spans = "".join(
-        f"<span{' class=hit' if n == line else ''}><i>{n}</i>{_e(lines[n - 1][:400])}</span>"
-        for n in range(max(1, line - 2), min(len(lines), line + 2) + 1)
-    )
-    return f"<pre>{spans}</pre>"
-
-
-def _judge(row: Grade) -> str:
-    j = row.judge
-    if j is None or j.status == "skipped":
-        why = j.reason if j is not None else None
-        return f'<h4>Judge</h4><p class="note">not judged{": " + _e(why) if why else ""}</p>'
-    dash = "\u2014"
-    head = [("status", j.status), ("verdict", j.verdict or dash)]
-    if j.weighted is not None:
-        head.append(("weighted score", f"{j.weighted:.2f}"))
-    head += [("model", j.model or dash), ("rubric", j.rubric or dash)]
-    out = ["<h4>Judge</h4>", '<p class="kv">']
-    out.append(" \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in head) + "</p>")
-    if j.reason:
-        out.append(f'<p class="kv">reason: <b>{_e(j.reason)}</b></p>')
-    if j.rationale:
-        out.append(f"<p>{_e(j.rationale)}</p>")
-    if j.scores:
-        out.append(
-            '<p class="kv">scores: '
-            + " \u00b7 ".join(f"{_e(k)} <b>{_e(v)}</b>" for k, v in j.scores.items())
-            + "</p>"
-        )
-    items = [f"line {_e(i.line or dash)} [{_e(i.severity)}] {_e(i.message)}" for i in j.issues]
-    items += [f"unmet: {_e(u)}" for u in j.unmet_requirements]
-    if items:
-        out.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
-    return "".join(out)
-
-
-def _code_block(code: str | None, marked: set[int] | None = None) -> str:
-    if code is None:
-        return ""
-    cut = code[:_CODE_CAP]
-    hits = marked or set()
-    spans = "".join(
-        f"<span{' class=hit' if n in hits else ''}><i>{n}</i>{_e(text)}</span>"
-        for n, text in enumerate(cut.splitlines(), 1)
-    )
-    note = f" (first {_CODE_CAP} characters)" if len(code) > _CODE_CAP else ""
-    opened = " open" if code.count("\n") < _OPEN_CODE_LINES else ""
-    return f"<details{opened}><summary>Code{_e(note)}</summary><pre>{spans}</pre></details>"
 
 
 def _summary_json(summary: Mapping[str, Any] | None) -> str:

@@ -77,11 +77,21 @@ def _judged(rows):
     return out
 
 
+HOSTILE_EXPLAIN = [  # --explain entries whose every text is hostile
+    {"case": 3, "name": HOSTILE, "args": [HOSTILE], "kwargs": {HOSTILE: HOSTILE},
+     "expect": {"error": HOSTILE}, "got": {"raised": HOSTILE, "message": HOSTILE},
+     "outcome": "error", "detail": "raised"},
+    {"case": 4, "name": None, "args": [], "kwargs": {}, "expect": {"$tuple": [HOSTILE]},
+     "got": HOSTILE, "outcome": "wrong", "detail": "returned a different value"},
+]  # fmt: skip
+
+
 def _hostile_rows(rows):
     first = rows[1] | {
         "id": HOSTILE,
         "fn": HOSTILE,
         "detail": HOSTILE,
+        "explain": HOSTILE_EXPLAIN,
         "static": StaticReport(
             findings=(StaticFinding("lint", HOSTILE, "high", 2, 1, HOSTILE),),
             metrics=None,
@@ -129,7 +139,7 @@ def test_sections_cards_tables_and_drill_down(run):
     assert len(_classes(tags, "details", "sample")) == len(rows)
     cards = re.findall(r'<div class="card"><h3>([^<]+)</h3><div class="big">([^<]+)</div>', text)
     assert dict(cards) == {
-        "pass@1": "0.300", "verdicts": "5 / 17", "timeouts": "2",
+        "pass@1": "0.300", "verdicts": "5 / 17", "timeouts": "2", "hidden cases": "36 / 73",
         "judge reliability": "\u03ba 1.00", "static findings": "7",
     }  # fmt: skip
     assert "pass@5, pass@10: no task has that many samples (undefined, not 1.0)." in text
@@ -142,11 +152,11 @@ def test_sections_cards_tables_and_drill_down(run):
     assert len(cells) == sum(len(r["outcomes"]) for r in rows)
     assert {c["title"].split(": ")[1] for c in cells} == {
         "ok",
-        "wrong",
-        "error",
-        "not_raised",
-        "timeout",
-        "not_run",
+        "wrong answer",
+        "unexpected exception",
+        "expected exception not raised",
+        "timed out",
+        "not run",
     }
     # even-int-not-bool has a mypy finding on line 4, shown with lines 2-4 of its code
     assert "<span class=hit><i>4</i>    return 1 if n % 2 == 0 else 0</span>" in text
@@ -194,6 +204,8 @@ def test_hostile_text_is_escaped(run):
     )
     assert [t for t, _ in _tags(text)].count("script") == 1
     assert "&lt;script&gt;document.title=&#x27;pwned&#x27;&lt;/script&gt;" in text
+    explained = text.split("Cases not ok, explained (2)")[1].split("</table>")[0]
+    assert explained.count("&lt;/script&gt;&lt;img src=x onerror=") >= 6
     assert "\ud800" not in text and "\x00" not in text
     text.encode("utf-8")  # writable as UTF-8
 
@@ -295,9 +307,9 @@ def test_report_of_a_real_run_shows_code_case_names_and_explained_failures(tmp_p
     assert "&#x27;&lt;b&gt;no&lt;/b&gt;&#x27;" in text and "<b>no</b>" not in text
     assert "<span class=hit><i>1</i>import json</span>" in text  # F401 on line 1, marked
     assert "case 0 (the answer)" in text
-    assert "Failed cases, explained (2)" in text
-    assert "<code>[41]</code>" in text and "<code>42</code>" in text
-    assert "&lt;b&gt;no&lt;/b&gt;" in text.split("Failed cases, explained")[1]
+    assert "Cases not ok, explained (2)" in text
+    assert "<code>inc(41)</code>" in text and "<code>42</code>" in text
+    assert "&lt;b&gt;no&lt;/b&gt;" in text.split("Cases not ok, explained")[1]
 
 
 def test_a_large_run_embeds_a_capped_number_of_samples_failures_first(run):
