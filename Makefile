@@ -13,7 +13,7 @@ LLAMA_VENV  ?= .venv-llama
 LLAMA_WHEEL ?= ../shared/wheels/llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl
 LLAMA_STAMP := $(LLAMA_VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench system-deps test-system-deps clean llama-server
+.PHONY: demo test lint typecheck docs unit bench system-deps test-system-deps clean llama-server
 
 # The demo needs the package and its runtime dependencies only.
 $(STAMP): pyproject.toml
@@ -23,10 +23,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -qq -e .
 	@touch $(STAMP)
 
-# Tests add the dev extras and a browser for the HTML report's test.
+# Tests add the dev and docs extras and a browser for the HTML report's test.
 $(DEV): $(STAMP)
 	@$(MAKE) --no-print-directory test-system-deps
-	$(BIN)/pip install -qq -e '.[dev]'
+	$(BIN)/pip install -qq -e '.[dev,docs]'
 	@touch $(DEV)
 
 # bubblewrap is the default isolation; /usr/bin/python3 runs candidates.
@@ -87,7 +87,12 @@ llama-server:
 unit: $(DEV) llama-server
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
-test: lint typecheck unit
+# The docs site, strict: a broken link, a missing anchor or any warning fails the build
+# (tests/docs/test_site.py also fails on the OpenAPI renderer's warnings). Into build/site/.
+docs: $(DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint typecheck docs unit
 
 bench: $(DEV)
 	$(BIN)/python bench/throughput.py --setup-peers

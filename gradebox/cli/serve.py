@@ -334,7 +334,7 @@ def serve(**o: Any) -> None:
     What a grader token sees of a task's hidden cases is the task's disclosure,
     set by the admin in PUT /v1/tasks/{task}: "cases" (per-case outcomes), "counts"
     (the default: how many passed, failed, timed out) or "verdict". Write-only
-    means never returned, not unlearnable: see the README.
+    means never returned, not unlearnable: see the docs (Concepts, Disclosure).
 
     \b
     Example (a fresh database; prints an admin token once):

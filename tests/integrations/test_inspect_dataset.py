@@ -153,13 +153,13 @@ def test_gradebox_never_imports_inspect_ai_and_inspect_finds_gradebox_by_name(
     assert out.stdout.strip().splitlines()[-1] == "is_even C"
 
 
-def test_the_readme_task_builds_on_a_task_set(taskset):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Inside inspect_ai") :]
+def test_the_docs_task_builds_on_a_task_set(taskset):
+    page = (Path(__file__).resolve().parents[2] / "docs/guides/inspect.md").read_text()
+    section = page[page.index("# Inside inspect_ai") :]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert len(code.splitlines()) <= 10
     scope: dict[str, object] = {}
-    exec(compile(code.replace("/tmp/he", str(taskset)), "README.md", "exec"), scope)
+    exec(compile(code.replace("/tmp/he", str(taskset)), "inspect.md", "exec"), scope)
     task = scope["humaneval"]()  # type: ignore[operator]
     assert [s.id for s in task.dataset] == ["is_even", "mean", "worker"]
     assert task.epochs == 5 and len(task.epochs_reducer) == 2

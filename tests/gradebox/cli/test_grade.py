@@ -419,14 +419,14 @@ def test_bare_gradebox_prints_help_and_exits_0():
     assert CliRunner().invoke(cli, []).exit_code == 0
 
 
-def test_readme_documents_every_row_field_outcome_and_reason(example_rows):
+def test_the_docs_document_every_row_field_outcome_and_reason(example_rows):
     from typing import get_args
 
     from gradebox.verdict import Reason
     from sandbox.types import CaseOutcome
 
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("| field | what it holds |") :]
+    page = (ROOT / "docs/concepts/verdicts.md").read_text()
+    table = page[page.index("| field | what it holds |") :]
     rows, _ = example_rows
     fields = {k for r in rows.values() for k in r} | {
         "explain",
@@ -443,9 +443,10 @@ def test_readme_documents_every_row_field_outcome_and_reason(example_rows):
         assert f"`{reason}`" in table, reason
 
 
-def test_readme_grade_examples_write_to_scratch_paths_and_name_real_files():
-    readme = (ROOT / "README.md").read_text()
-    blocks = readme.split("```sh")[1:]
+def test_the_docs_grade_examples_write_to_scratch_paths_and_name_real_files():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "".join(p.read_text() for p in pages)
+    blocks = re.split(r"```(?:sh|bash|console)\n", text)[1:]
     grade = [b.split("```")[0] for b in blocks if "gradebox grade" in b]
     assert grade
     for block in grade:
