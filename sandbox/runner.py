@@ -485,7 +485,7 @@ def _infra_message(exc: WorkerError) -> str:
 def _decode_reply(reply: dict[str, Any], n: int, wall: float) -> RunResult:
     raw = reply.get("obs")
     if not isinstance(raw, list) or len(raw) != n:
-        # The job process always sends one per case: this one was not from it.
+        # The supervisor always sends one per case: this one was not from it.
         return _all(range(n), "crash", "malformed sandbox reply", wall)
     return RunResult(
         observations=tuple(_decode_obs(o) for o in raw),

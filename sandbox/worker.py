@@ -157,7 +157,7 @@ class Worker:
         if "infra_error" in reply:
             raise WorkerError("sandbox worker refused the job")
         if set(reply) != _REPLY_KEYS or not isinstance(reply["recycle"], bool):
-            raise WorkerDied("the job process ended without a proper reply")
+            raise WorkerDied("the supervisor ended without a proper reply")
         done = self._read_frame(time.monotonic() + _DONE_TIMEOUT_S)
         if set(done) != {"done", "clean"} or done["done"] is not True:
             raise WorkerDied("the sandbox sent something other than done after the reply")

@@ -1,35 +1,40 @@
 """The zygote: a small warm process inside the isolation that serves candidates.
 
 Runs as ``python -I -S -B harness.py [--pidns]`` inside the backend's isolation,
-using the standard library only. Three kinds of process, none of which ever
-holds data of an earlier job while a later candidate runs:
+using the standard library only. Three kinds of process; no candidate ever runs
+in a process forked from one that held data of another job:
 
 * **init** (this script's first process; PID 1 of the sandbox's PID namespace
   with bubblewrap's ``--as-pid-1``, so no bubblewrap init sits in the sandbox
   holding the grader's pipes). It is non-dumpable, so same-uid code can neither
   ptrace it, open its ``/proc/1/fd``, ``mem`` or ``environ``, nor duplicate its
   descriptors; as a namespace's init it receives no signal it has no handler
-  for; it never reads a job. It forks one *job process* per job, waits for it,
-  then kills and reaps everything else in the namespace and checks that only
-  itself is left before it says the worker is clean.
-* **job process** (one per job, forked from init's clean heap, so it never
-  carries an earlier job or reply): reads one job from stdin, forks one child
-  per run of cases, keeps every clock itself, copies and validates each result
-  frame as it is published (:mod:`region`), kills the candidate's whole tree,
-  wipes the scratch dir, ``/tmp`` and ``/dev/shm``, writes the reply and exits.
-  It is a child subreaper, so orphans are its to reap.
-* **child**: drops into the candidate's limits, closes every descriptor but its
-  output pipes, runs the cases and appends one frame per case to the region.
+  for; it never reads a job or a result. It forks the supervisor once, then one
+  *child* per run of cases when the supervisor asks (the job and the results
+  region arrive as sealed memfds, passed on unread), reaps everything, and after
+  each job kills whatever is left but the supervisor and says whether the worker
+  is clean.
+* **supervisor** (one per worker, forked from init before any job; non-dumpable
+  too): reads each job from stdin, has init fork a child per run of cases,
+  keeps every clock itself, copies and validates each result frame as it is
+  published (:mod:`region`), kills the candidate's whole tree, wipes the scratch
+  dir, ``/tmp`` and ``/dev/shm``, and writes the reply. It holds earlier jobs,
+  but nothing is ever forked from it, so no candidate inherits its memory (a
+  process forked per job instead would cost a second fork and the pages it
+  copies on write: about half of the sandbox's CPU per candidate).
+* **child**: forked from init's clean heap; maps its job and region, drops into
+  the candidate's limits, closes every descriptor but its output pipes, runs the
+  cases and appends one frame per case to the region.
 
 Protocol (length-prefixed JSON frames on stdin/stdout):
 
 * init -> grader, once: ``{"ready": true, "python": "3.11.2"}``
-* grader -> job process, per candidate: ``{"code", "fn", "cases": [{"args",
+* grader -> supervisor, per candidate: ``{"code", "fn", "cases": [{"args",
   "kwargs", "timeout_s"}], "limits": {...}}`` (arguments only: expected values
   never come here)
-* job process -> grader: ``{"obs": [...], "stdout", "stderr", "recycle"}`` or
+* supervisor -> grader: ``{"obs": [...], "stdout", "stderr", "recycle"}`` or
   ``{"infra_error": "bad_job"}``
-* init -> grader, after the job process ended and the namespace was swept:
+* init -> grader, after the supervisor replied and the namespace was swept:
   ``{"done": true, "clean": bool}``; init exits when not clean.
 
 The system calls a candidate could use against these processes (``ptrace``,
@@ -42,12 +47,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import gc
 import json
 import os
 import resource
 import selectors
 import signal
+import socket
 import struct
 import sys
 import time
@@ -76,10 +83,13 @@ _STOP_SIGNALS = (signal.SIGPIPE, signal.SIGXFSZ)
 _CLEAN_DIRS = ("/tmp", "/dev/shm")
 _REGION_BYTES = 64 * 1024 * 1024
 _POLL_S = 0.05
+#: The supervisor's resident set it must get back under after a job (it starts at
+#: ~16 MiB): more would be memory the next candidates lose under the tree's cap.
+_SUPERVISOR_RSS = 24 * 1024 * 1024
 #: A pause between two looks at the region longer than this (we were stopped or
 #: starved) makes results published meanwhile past their deadline untrusted.
 _GAP_S = 0.25
-#: Exit codes of the job process, read by init.
+#: Exit codes of the supervisor, read by init.
 EXIT_CLEAN, EXIT_DIRTY, EXIT_EOF, EXIT_BAD_JOB = 0, 10, 11, 12
 
 
@@ -213,14 +223,18 @@ def _child_entry(
     """Set up the forked child (descriptors, limits, signals) and run; never returns."""
     status = 0
     try:
-        signal.set_wakeup_fd(-1)  # the job process's; closed below
+        signal.set_wakeup_fd(-1)  # init's; closed below
         # A process group of its own (the none backend kills the candidate by its group;
         # in a PID namespace kill(-1) reaches every process whatever its group). Not a
         # session: nothing here has a terminal to leave, and with scheduler autogroups
         # a new session costs a task group, 0.5-3 ms of kernel time per candidate.
         os.setpgid(0, 0)
-        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")  # if memory runs out, we are the one to go, not the harness
+        with contextlib.suppress(OSError):
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, b"1000")
+            finally:
+                os.close(fd)  # if memory runs out, we are the one to go, not the harness
         # SIGPIPE/SIGXFSZ stay ignored, as in any Python program: a write past the
         # file-size limit raises OSError in the candidate instead of killing it.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
@@ -240,7 +254,21 @@ def _child_entry(
     os._exit(status)
 
 
-# ---------------------------------------------------------------- the job process
+def _child_boot(jobfd: int, regionfd: int, pipes: dict[str, tuple[int, int]]) -> None:
+    """In a child just forked from init: map its job and region, then run; never returns."""
+    try:
+        size = os.fstat(jobfd).st_size
+        data = bytearray()
+        while len(data) < size and (chunk := os.pread(jobfd, size - len(data), len(data))):
+            data += chunk
+        spec = json.loads(data)
+        region = Region(spec["region"], regionfd)
+    except BaseException:
+        os._exit(70)
+    _child_entry(spec["job"], spec["start"], region, pipes)
+
+
+# ---------------------------------------------------------------- the supervisor
 
 
 class Capture:
@@ -268,12 +296,17 @@ class CandidateBroke(Exception):
 
 
 class Job:
-    """Serves one candidate inside a job process; see the module docstring."""
+    """Serves candidates inside the supervisor, one at a time; see the module docstring."""
 
-    def __init__(self, pidns: bool, scratch: str, wake: int) -> None:
+    def __init__(self, pidns: bool, scratch: str, ctl: socket.socket) -> None:
         self.pidns = pidns
         self.scratch = scratch
-        self.wake = wake  # read end of the SIGCHLD wake-up pipe
+        self.ctl = ctl  # the control channel to init, which forks and reaps the children
+        # Children are named by a sequence number, never by pid: a pid is reused (32,768
+        # of them here, and a candidate can fork through them), so a late reap notice
+        # about an earlier job's process must never end a later child's run.
+        self.seq = 0  # the latest child asked of init
+        self.ended = False  # init reaped child ``seq``
 
     # -- process tree control
     def kill_all(self, child: int) -> None:
@@ -292,20 +325,61 @@ class Job:
                 os.kill(-1, signal.SIGKILL)
             else:
                 os.killpg(child, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(child, 0)  # SIGKILL cannot be caught: this returns promptly
-        reap()
-        if not self.pidns:
-            return
         deadline = time.monotonic() + 5.0
-        me = os.getpid()
-        while others := [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]:
+        if not self.pidns:  # init reaps the child and says so
+            while not self.ended and time.monotonic() < deadline:
+                self.messages(0.05)
+            return
+        # Init reaps them (a zombie stays listed in /proc until it does).
+        me = str(os.getpid())
+        while others := [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", me)]:
             if time.monotonic() > deadline:
                 raise CandidateBroke(f"{len(others)} candidate processes survived SIGKILL")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(-1, signal.SIGKILL)
-            reap()
             time.sleep(0.0005)
+
+    def messages(self, timeout: float | None) -> list[tuple[bytes, list[int]]]:
+        """Init's messages waiting now (or within ``timeout``); notes the child's end."""
+        out = []
+        self.ctl.settimeout(timeout)
+        try:
+            while True:
+                msg, fds, _, _ = socket.recv_fds(self.ctl, 64, 4)
+                if not msg:
+                    raise CandidateBroke("init closed the control channel")
+                if msg[:1] == b"E" and int(msg[1:]) == self.seq:
+                    self.ended = True
+                out.append((msg, fds))
+                self.ctl.settimeout(0.0)
+        except (BlockingIOError, TimeoutError):
+            pass
+        finally:
+            self.ctl.settimeout(None)
+        return out
+
+    def spawn(self, run: _Run, region: Region) -> tuple[int, int, int]:
+        """Have init fork a child for cases ``run.next..``; return its pid and output pipes.
+
+        The child is forked from init's clean heap, never from ours (which holds
+        earlier jobs): its job and the results region travel as sealed memfds that
+        init passes on without reading.
+        """
+        data = json.dumps({"job": run.job, "start": run.next, "region": region.size})
+        jobfd = _sealed_memfd("job", data.encode("ascii"))
+        self.seq += 1
+        self.ended = False
+        try:
+            socket.send_fds(self.ctl, [b"F%d" % self.seq], [jobfd, region.fd])
+        finally:
+            os.close(jobfd)
+        forked = b"P%d:" % self.seq
+        while True:
+            for msg, fds in self.messages(None):
+                if msg.startswith(forked) and len(fds) == 2:
+                    return int(msg[len(forked) :]), fds[0], fds[1]
+                for fd in fds:
+                    os.close(fd)
 
     def wipe(self) -> bool:
         """Leave nothing for the next candidate; False when the worker must be replaced.
@@ -324,9 +398,12 @@ class Job:
         if not self.pidns:
             return True
         for kind in ("shm", "msg", "sem"):
-            with open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.read().splitlines()) > 1:
+            fd = os.open(f"/proc/sysvipc/{kind}", os.O_RDONLY)
+            try:
+                if os.read(fd, 1 << 16).count(b"\n") > 1:
                     return False
+            finally:
+                os.close(fd)
         return True
 
     # -- one candidate
@@ -348,21 +425,19 @@ class Job:
 
     def _run_child(self, run: _Run) -> None:
         """Fork one child for cases ``run.next..`` and record what became of them."""
-        region = Region(_REGION_BYTES)
-        pipes = {k: os.pipe() for k in ("out", "err")}
-        gc.freeze()  # the child's collector then never touches (and copies) our pages
-        pid = os.fork()
-        if pid == 0:
-            _child_entry(run.job, run.next, region, pipes)
-        for r, w in pipes.values():
-            os.close(w)
-            os.set_blocking(r, False)
+        region = Region(_REGION_BYTES, _sealed_memfd("region", b"", _REGION_BYTES))
         try:
-            ended = run.watch(pid, region, self.wake, pipes["out"][0], pipes["err"][0])
+            pid, out_fd, err_fd = self.spawn(run, region)
+        finally:
+            region.release_fd()
+        for fd in (out_fd, err_fd):
+            os.set_blocking(fd, False)
+        try:
+            ended = run.watch(pid, region, self, out_fd, err_fd)
         finally:
             self.kill_all(pid)
             # The tree is dead, so every write end is closed: drain to EOF.
-            for fd, sink in ((pipes["out"][0], run.out), (pipes["err"][0], run.err)):
+            for fd, sink in ((out_fd, run.out), (err_fd, run.err)):
                 while chunk := _read_some(fd):
                     sink.feed(chunk)
                 os.close(fd)
@@ -438,13 +513,14 @@ class _Run:
         self.last_look = look
         return True
 
-    def watch(self, pid: int, region: Region, wake: int, out_fd: int, err_fd: int) -> str:
+    def watch(self, pid: int, region: Region, job: Job, out_fd: int, err_fd: int) -> str:
         """Sleep until the child exits, breaks protocol or runs out of time, draining output.
 
         Returns ``exited``, ``broke`` or ``timeout``.
         """
         sel = selectors.DefaultSelector()
         sinks = {out_fd: self.out, err_fd: self.err}
+        wake = job.ctl.fileno()
         for fd in (wake, *sinks):
             sel.register(fd, selectors.EVENT_READ)
         self.since = self.floor = self.last_look = time.monotonic()
@@ -455,14 +531,16 @@ class _Run:
                     return "timeout" if self.late else "broke"
                 if self.next >= self.n:
                     return "exited"  # every case answered: nothing left to wait for
+                if job.ended:
+                    return "exited"  # init reaped it (perhaps said so while it started)
                 now = time.monotonic()
                 if self.deadline() <= now:
                     return "timeout"
                 # Cases start without telling us (no wake-up per case): look again soon.
                 for key, _ in sel.select(min(self.deadline() - now, _POLL_S)):
                     if key.fd == wake:
-                        _read_some(wake)
-                        if _exited(pid):
+                        job.messages(0.0)
+                        if job.ended:
                             return "exited"
                         continue
                     chunk = _read_some(key.fd)
@@ -508,17 +586,24 @@ class _Run:
         self.next, self.stopped = self.n, True
 
 
-def _exited(pid: int) -> bool:
-    """Reap what has ended (we are a subreaper); True once ``pid`` is among them."""
-    seen = False
-    while True:
-        try:
-            got, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return True
-        if got == 0:
-            return seen
-        seen = seen or got == pid
+def _sealed_memfd(name: str, data: bytes, size: int = 0) -> int:
+    """A memfd holding ``data`` (``size`` bytes long), sealed against resizing.
+
+    The candidate's process maps it too: sealed, it can neither shrink it under our
+    mapping (a ``SIGBUS`` in the supervisor) nor add seals of its own.
+    """
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        if data:
+            os.write(fd, data)
+        if size:
+            os.ftruncate(fd, size)
+        seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def reap() -> None:
@@ -558,34 +643,59 @@ def _empty_dir(top: str) -> None:
                     os.unlink(entry.path)
 
 
-def job_main(pidns: bool, scratch: str) -> int:
-    """The job process: serve one job read from stdin; return its exit code."""
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    r, w = os.pipe()
-    os.set_blocking(r, False)
-    os.set_blocking(w, False)
-    signal.set_wakeup_fd(w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    hdr = read_exact(0, 4)
-    if hdr is None:
-        return EXIT_EOF
-    (size,) = _HDR.unpack(hdr)
-    raw = read_exact(0, size) if size <= _MAX_JOB else None
-    if raw is None:
-        return EXIT_EOF
-    try:
-        job = json.loads(raw)
-        _check_job(job)
-    except (ValueError, KeyError, TypeError, RecursionError):
-        write_frame(1, {"infra_error": "bad_job"})
-        return EXIT_BAD_JOB
-    del raw
-    job_proc = Job(pidns, scratch, r)
-    reply, broke = job_proc.serve(job)
-    clean = not broke and job_proc.wipe()
-    reply["recycle"] = not clean
-    write_frame(1, reply)
-    return EXIT_CLEAN if clean else EXIT_DIRTY
+def supervisor_main(pidns: bool, scratch: str, ctl: socket.socket) -> int:
+    """The supervisor: serve jobs read from stdin until EOF; return its exit code.
+
+    It lives as long as the worker and holds every job it served, but no candidate
+    ever runs in a process forked from it: init forks each child.
+    """
+    job_proc = Job(pidns, scratch, ctl)
+    while True:
+        hdr = read_exact(0, 4)
+        if hdr is None:
+            return EXIT_EOF
+        (size,) = _HDR.unpack(hdr)
+        raw = read_exact(0, size) if size <= _MAX_JOB else None
+        if raw is None:
+            return EXIT_EOF
+        try:
+            job = json.loads(raw)
+            _check_job(job)
+        except (ValueError, KeyError, TypeError, RecursionError):
+            write_frame(1, {"infra_error": "bad_job"})
+            ctl.send(b"U")
+            return EXIT_BAD_JOB
+        del raw
+        reply, broke = job_proc.serve(job)
+        clean = not broke and job_proc.wipe()
+        reply["recycle"] = not clean
+        write_frame(1, reply)
+        del job, reply
+        # Unclean from here on, init's done says so (the grader reads both).
+        clean = clean and _trimmed()
+        ctl.send(b"R" if clean else b"U")
+        if not clean:
+            return EXIT_DIRTY
+
+
+def _trimmed() -> bool:
+    """Give back what the job made us hold (a large result, a flood of output).
+
+    The supervisor lives on and shares the tree's memory cap with every later
+    candidate: what its heap keeps would be taken from theirs. False (replace the
+    worker) when it cannot get back under :data:`_SUPERVISOR_RSS`.
+    """
+    if _rss() <= _SUPERVISOR_RSS:
+        return True
+    gc.collect()
+    _LIBC.malloc_trim(0)
+    return _rss() <= _SUPERVISOR_RSS
+
+
+def _rss() -> int:
+    """Our resident set, in bytes."""
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def _check_job(job: Any) -> None:
@@ -620,51 +730,140 @@ def _check_job(job: Any) -> None:
 
 
 class Init:
-    """The first process: forks a job process per job and sweeps the namespace after it."""
+    """The first process: forks the supervisor once and a child per run; sweeps after each job.
+
+    It never reads a job or a result: a job reaches a child as a memfd the supervisor
+    filled, passed through here unread, so every child forks from a heap that holds
+    nothing of any job.
+    """
 
     def __init__(self, pidns: bool, scratch: str) -> None:
         self.pidns = pidns
         self.scratch = scratch
+        self.supervisor = 0
+        self.child = 0  # the running child's pid, and its sequence number below
+        self.child_seq = 0
 
     def loop(self) -> None:
-        """Serve jobs until stdin closes or the sandbox cannot be made clean."""
+        """Serve until stdin closes or the sandbox cannot be made clean."""
+        ctl = self._start_supervisor()
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        sel = selectors.DefaultSelector()
+        sel.register(ctl, selectors.EVENT_READ)
+        sel.register(r, selectors.EVENT_READ)
         while True:
-            gc.freeze()
-            pid = os.fork()
-            if pid == 0:
-                code = EXIT_DIRTY
-                try:
-                    code = job_main(self.pidns, self.scratch)
-                finally:
-                    os._exit(code)
-            code = self._wait(pid)
-            if code == EXIT_EOF:
-                return
-            clean = code == EXIT_CLEAN and self.sweep()
-            write_frame(1, {"done": True, "clean": clean})
-            if not clean:
-                return  # the grader replaces us: a fresh sandbox is the only clean one
+            for key, _ in sel.select():
+                if key.fd == r:
+                    _read_some(r)
+                    ended = self._reap(ctl)
+                else:
+                    ended = self._on_message(ctl)
+                if ended is not None:
+                    if ended != EXIT_EOF:  # not clean: the grader replaces us
+                        write_frame(1, {"done": True, "clean": False})
+                    return
 
-    @staticmethod
-    def _wait(pid: int) -> int:
-        """Wait for the job process, reaping anything else that ends meanwhile."""
+    def _start_supervisor(self) -> socket.socket:
+        """Fork the supervisor; return our end of the control channel to it."""
+        ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        gc.freeze()
+        self.supervisor = os.fork()
+        if self.supervisor == 0:
+            code = EXIT_DIRTY
+            try:
+                ctl.close()
+                code = supervisor_main(self.pidns, self.scratch, theirs)
+            finally:
+                os._exit(code)
+        theirs.close()
+        return ctl
+
+    def _on_message(self, ctl: socket.socket) -> int | None:
+        """Act on one message of the supervisor; an exit code once we must stop."""
+        try:
+            msg, fds, _, _ = socket.recv_fds(ctl, 16, 4)
+        except OSError:  # it closed with our messages unread (ECONNRESET): it ended
+            msg, fds = b"", []
+        if not msg:
+            return self._wait_supervisor()
+        if msg[:1] == b"F" and msg[1:].isdigit() and len(fds) == 2:
+            self._fork_child(ctl, int(msg[1:]), fds[0], fds[1])
+            return None
+        for fd in fds:
+            os.close(fd)
+        if msg == b"R" and self.sweep():
+            write_frame(1, {"done": True, "clean": True})
+            return None
+        return EXIT_DIRTY
+
+    def _fork_child(self, ctl: socket.socket, seq: int, jobfd: int, regionfd: int) -> None:
+        """Fork a child onto the supervisor's memfds; hand its output pipes over."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        gc.freeze()  # the child's collector then never touches (and copies) our pages
+        pid = os.fork()
+        if pid == 0:
+            _child_boot(jobfd, regionfd, {"out": (out_r, out_w), "err": (err_r, err_w)})
+        self.child, self.child_seq = pid, seq
+        for fd in (out_w, err_w, jobfd, regionfd):
+            os.close(fd)
+        try:
+            socket.send_fds(ctl, [b"P%d:%d" % (seq, pid)], [out_r, err_r])
+        finally:
+            os.close(out_r)
+            os.close(err_r)
+
+    def _wait_supervisor(self) -> int:
+        """Wait for the supervisor to end (it closed the channel); its exit code."""
         while True:
-            got, status = os.waitpid(-1, 0)
-            if got == pid:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                return EXIT_DIRTY
+            if pid == self.supervisor:
                 return os.waitstatus_to_exitcode(status)
+
+    def _reap(self, ctl: socket.socket) -> int | None:
+        """Reap what ended, telling the supervisor when its child did; its exit code once it did."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return EXIT_DIRTY
+            if pid == 0:
+                return None
+            if pid == self.supervisor:
+                return os.waitstatus_to_exitcode(status)
+            if pid == self.child:  # said by sequence number: the pid may come back
+                self.child = 0
+                with contextlib.suppress(OSError):
+                    ctl.send(b"E%d" % self.child_seq)
 
     def sweep(self) -> bool:
         """Kill and reap whatever is left in the namespace; True when only we remain."""
         if not self.pidns:
-            reap()
             return True
         deadline = time.monotonic() + 5.0
-        while [p for p in os.listdir("/proc") if p.isdigit() and p != "1"]:
+        keep = ("1", str(self.supervisor))
+        while others := [p for p in os.listdir("/proc") if p.isdigit() and p not in keep]:
             if time.monotonic() > deadline:
                 return False
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(-1, signal.SIGKILL)
-            reap()
+            for p in others:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(p), signal.SIGKILL)
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    return False
+                if pid == self.supervisor:
+                    return False  # it died: this worker is done
+                if pid == 0:
+                    break
             time.sleep(0.0005)
         return True
 
@@ -688,8 +887,9 @@ def main() -> None:
         return
     _LIBC = ctypes.CDLL(None, use_errno=True)
     # Same-uid code may not ptrace us or open our /proc files (inherited by the
-    # job processes, which fork from us).
+    # supervisor and the children, which fork from us).
     _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphans of a candidate are ours to reap (none backend)
     genuine.record_loaded()  # before any candidate: the classes expected errors match
     # The child keeps these stream objects: fds 0-2 are swapped under them after the
     # fork, which saves building new ones per candidate. We never print through them.

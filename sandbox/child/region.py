@@ -1,12 +1,12 @@
-"""The results channel between a candidate's process and the job process that forked it.
+"""The results channel between a candidate's process and the harness's supervisor.
 
 Imported as plain ``region`` by the harness inside the sandbox (standard library
 only, no state) and as ``sandbox.child.region`` by the tests.
 
-A :class:`Region` is anonymous shared memory created by the job process before
-it forks a child. The child appends one length-prefixed JSON frame per case and
+A :class:`Region` is shared memory (a sealed memfd) created by the supervisor
+before init forks a child onto it. The child appends one length-prefixed JSON frame per case and
 bumps a header; no system call or wake-up per case. The candidate runs in that
-child and can write anything anywhere in the region, so the job process treats
+child and can write anything anywhere in the region, so the supervisor treats
 it as hostile input:
 
 * it keeps its **own** read position and copies each frame out **once**, as
@@ -15,10 +15,10 @@ it as hostile input:
 * each frame is validated (:func:`check_frame`): size, nesting depth, the
   exact keys of its kind, the case index it must have, a closed set of
   statuses the child may claim (never ``timeout``, ``crash`` or ``not_run``),
-  finite durations no longer than the job process measured itself;
+  finite durations no longer than the supervisor measured itself;
 * anything unexpected ends the child and is a ``crash`` of that case.
 
-The clock of each case is the job process's own (``time.monotonic()`` when it
+The clock of each case is the supervisor's own (``time.monotonic()`` when it
 copied the previous case's frame); nothing in the region drives it.
 """
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import struct
 from typing import Any
 
@@ -58,8 +59,10 @@ class Region:
     DATA = 64
     TAIL = 4096  # kept free for a short "too large" frame
 
-    def __init__(self, size: int) -> None:
-        self.mm = mmap.mmap(-1, size)  # anonymous and MAP_SHARED: survives the fork
+    def __init__(self, size: int, fd: int = -1) -> None:
+        """Map ``size`` bytes: anonymous, or of the file ``fd`` (a memfd the child maps too)."""
+        self.mm = mmap.mmap(fd, size)  # MAP_SHARED: both sides see every write
+        self.fd = fd
         self.size = size
         self.seq = 0
         self.off = self.DATA
@@ -111,8 +114,15 @@ class Region:
             self.pos += 4 + n
         return out
 
+    def release_fd(self) -> None:
+        """Close the file behind the region (the mapping stays)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
     def close(self) -> None:
         """Unmap the region."""
+        self.release_fd()
         self.mm.close()
 
 
@@ -142,7 +152,7 @@ def check_frame(raw: bytes, index: int, elapsed_s: float) -> dict[str, Any]:
     Args:
         raw: The frame's bytes, as copied out of the region.
         index: The case this frame must be about.
-        elapsed_s: How long the case ran by the job process's clock; a claimed
+        elapsed_s: How long the case ran by the supervisor's clock; a claimed
             duration is clamped to it.
 
     Raises:

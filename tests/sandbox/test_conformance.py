@@ -996,20 +996,29 @@ def test_thread_bomb_is_contained(shared_sandbox: Any) -> None:
 
 @pytest.mark.parametrize("mode", ["8gib", "gradual"])
 def test_memory_balloon_is_contained(shared_sandbox: Any, mode: str) -> None:
-    marker = proc_marker()
-    cases = [make_case("f", mode, marker, expect=None)]
-    with ProcWatch(marker) as watch:
-        res, elapsed = run_bounded(shared_sandbox, attack("memory_balloon"), cases)
-    obs = res.observations[0]
-    assert res.infra_error is None, res.infra_error
-    assert obs.status in ("raised", "crash", "timeout", "resource"), obs
-    if obs.status == "raised":
-        assert obs.raised is not None and "builtins.MemoryError" in obs.raised.mro, obs
-    assert watch.peak_rss_mb <= LIMITS.memory_mb + 64, f"{watch.peak_rss_mb:.0f} MiB resident"
-    if mode == "gradual":
-        assert watch.peak_rss_mb >= LIMITS.memory_mb / 2, "the balloon did not grow: broken attack"
-    assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
-    assert_still_grades(shared_sandbox)
+    # A starved candidate on a busy host may not grow 256 MiB within its 1 s case
+    # limit: that attempt proves nothing either way, so it is tried again (each
+    # attempt must still be contained); three starved attempts fail the test.
+    for _attempt in range(3):
+        marker = proc_marker()
+        cases = [make_case("f", mode, marker, expect=None)]
+        with ProcWatch(marker) as watch:
+            res, elapsed = run_bounded(shared_sandbox, attack("memory_balloon"), cases)
+        obs = res.observations[0]
+        assert res.infra_error is None, res.infra_error
+        assert obs.status in ("raised", "crash", "timeout", "resource"), obs
+        if obs.status == "raised":
+            assert obs.raised is not None and "builtins.MemoryError" in obs.raised.mro, obs
+        assert watch.peak_rss_mb <= LIMITS.memory_mb + 64, f"{watch.peak_rss_mb:.0f} MiB resident"
+        assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
+        assert_still_grades(shared_sandbox)
+        grew = watch.peak_rss_mb >= LIMITS.memory_mb / 2
+        # Hitting the limit (MemoryError, killed) is growth too, whatever /proc showed.
+        if mode != "gradual" or grew or obs.status != "timeout":
+            break
+    assert mode != "gradual" or grew or obs.status != "timeout", (
+        "the balloon did not grow in three attempts: broken attack"
+    )
 
 
 @known_failure("none", "only per-process rlimits, no limit on a process tree")
@@ -1194,6 +1203,41 @@ def test_no_candidate_sees_an_earlier_candidates_code_or_arguments(fresh_sandbox
     assert res2.observations[0].value == [], (
         f"an earlier candidate's code or argument is in the next one's memory: "
         f"{res2.observations[0].value}"
+    )
+
+
+@known_failure("none", NO_ISOLATION + ": the grader's own processes are readable", run=False)
+def test_no_candidate_reads_an_earlier_job_from_the_supervisor(fresh_sandbox: Any) -> None:
+    # The supervisor is reused across candidates and holds every job it served: the
+    # next candidate on the worker tries its memory, descriptors and mappings.
+    sb = fresh_sandbox()
+    marker = proc_marker()
+    code = attack("heap_residue")
+    planted_code = code.replace("@@MARKER@@", "PLANTED-" + marker)
+    res1, _ = run_bounded(sb, planted_code, [make_case("plant", "PLANTED-" + marker)], fn="plant")
+    assert res1.observations[0].value == "planted", res1
+    res2, _ = run_bounded(sb, code, [make_case("scan_others", marker)], fn="scan_others")
+    assert res2.observations[0].status == "returned", res2
+    assert res2.observations[0].value == [], (
+        f"an earlier candidate's job is readable from the harness's processes: "
+        f"{res2.observations[0].value}"
+    )
+
+
+@known_failure("none", NO_ISOLATION + ": the host's processes share no cap", run=False)
+def test_a_candidate_cannot_leave_the_supervisor_holding_its_memory(fresh_sandbox: Any) -> None:
+    # The supervisor is reused across candidates: what its heap keeps from one job
+    # would come out of every later candidate's share of the tree's memory cap.
+    sb = fresh_sandbox()
+    code = attack("inflate_supervisor")
+    for _ in range(3):
+        res, _ = run_bounded(sb, code, [make_case("inflate", 7000)], fn="inflate")
+        assert res.infra_error is None and res.observations[0].status == "returned", res
+    res2, _ = run_bounded(sb, code, [make_case("look")], fn="look")
+    assert_attack_reached_the_harness(res2)
+    assert res2.observations[0].status == "returned", res2
+    assert res2.observations[0].value < 24 * 1024, (
+        f"the supervisor kept {res2.observations[0].value} KiB after the big jobs"
     )
 
 

@@ -1,7 +1,8 @@
 # ruff: noqa
 """Promise: a candidate cannot take the grader down.
 
-Attack: SIGKILL the process that forked us (the zygote / worker).
+Attack: SIGKILL the harness process that supervises us (it keeps our clock and
+answers the grader; before, the process that forked us).
 
 Expected: ``run`` returns in bounded time without an ``infra_error`` (the
 candidate did it, so it is the candidate's failure, not a grader failure), the
@@ -14,6 +15,26 @@ import signal
 import time
 
 
+def _supervisor():
+    """The harness process that keeps our clock and answers the grader.
+
+    Init forks the candidate's process but a supervisor beside it (init's other
+    child) reads the results: the process to hit is our parent's other child.
+    """
+    me, parent = os.getpid(), os.getppid()
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == me:
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent:
+            return int(p)
+    raise RuntimeError("ATTACK-NO-CHANNEL: the harness's supervisor was not found")
+
+
 def _name(marker):
     """Rename this process (prctl PR_SET_NAME), so the host can find it."""
     ctypes.CDLL(None).prctl(15, marker.encode(), 0, 0, 0)
@@ -21,6 +42,6 @@ def _name(marker):
 
 def f(x, marker):
     _name(marker)
-    os.kill(os.getppid(), signal.SIGKILL)
+    os.kill(_supervisor(), signal.SIGKILL)
     time.sleep(0.2)
     return x + 1
