@@ -26,6 +26,15 @@ ceiling on this machine in this run. With every client always waiting, p50 is
 about clients / throughput, so the script also prints the p50 that the HTTP
 floor and the CLI peer allow together (``--no-cli-peer`` skips it).
 
+CPU: each mode prints the server process's own CPU per request (``/proc/<pid>/stat``
+user + system, all its threads, not its children: sandboxes, front workers,
+static sessions), steadier than wall time on a loaded machine. That process also
+drives the sandbox, as the CLI's own process does, so the CLI peer's own CPU per
+sample (read the same way, net of start-up) is printed beside it: the server's
+figure minus the CLI's is what HTTP, validation, thread hops, SQLite and logs cost.
+Tasks are registered with ``disclosure: "cases"`` so rows carry the exact sandbox
+latency that the solo goal is measured against (``counts`` rounds it up to 100 ms).
+
 ::
 
     .venv/bin/python bench/service.py                 # 16 clients, 60 s per mode
@@ -140,7 +149,8 @@ def _start(
         argv.append("--no-judge")
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 60
+    # The sandbox's self-check takes ~1 s alone and most of a minute on a loaded machine.
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
@@ -259,12 +269,22 @@ def _cli_rate(args: argparse.Namespace, tmp: Path, *, static: bool = False) -> d
     workers) over the clients' sample mix repeated to ``small`` and to ``large``
     samples; rate = (large - small) / (wall(large) - wall(small)), so start-up
     cancels. It is the sandbox's own ceiling on this machine, now: the service
-    cannot grade faster than this, whatever its HTTP stack does.
+    cannot grade faster than this, whatever its HTTP stack does. When the load
+    moved more than the extra samples cost (the large run no longer than the
+    small one), the pair runs again, three times at most.
     """
+    for _ in range(3):
+        figures = _cli_pair(args, tmp, static=static)
+        if figures["samples_per_s"] is not None:
+            return figures
+    return figures
+
+
+def _cli_pair(args: argparse.Namespace, tmp: Path, *, static: bool) -> dict:
     samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
     gradebox = Path(sys.executable).with_name("gradebox")
-    walls = {}
+    walls, cpus = {}, {}
     small, large = (args.cli_static_small, args.cli_static_large) if static else (
         args.cli_small, args.cli_large)  # fmt: skip
     layers = [] if static else ["--no-static"]
@@ -281,12 +301,32 @@ def _cli_rate(args: argparse.Namespace, tmp: Path, *, static: bool = False) -> d
             "--jobs", str(args.workers),
         ]  # fmt: skip
         t0 = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cpus[n] = _cpu_until_exit(proc)
         walls[n] = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, argv)
     extra = walls[large] - walls[small]
-    rate = (large - small) / max(1e-9, extra)
+    rate = round((large - small) / extra, 1) if extra > 0 else None
+    cpu_ms = (cpus[large] - cpus[small]) * 1000 / (large - small)
     mode = "cli-static" if static else "cli"
-    return {"mode": mode, "workers": args.workers, "samples_per_s": round(rate, 1), "walls": walls}
+    return {
+        "mode": mode, "workers": args.workers, "samples_per_s": rate, "walls": walls,
+        "cli_cpu_ms_per_sample": round(cpu_ms, 2),
+    }  # fmt: skip
+
+
+def _cpu_until_exit(proc: subprocess.Popen[bytes]) -> float:
+    """CPU seconds of ``proc``'s own process (not its children), read until it exits.
+
+    The last reading is at most 20 ms before the exit; between the two sizes that
+    part cancels, as start-up does.
+    """
+    cpu = 0.0
+    while proc.poll() is None:
+        cpu = max(cpu, _cpu_s(proc.pid))
+        time.sleep(0.02)
+    return cpu
 
 
 _MODES: dict[str, dict] = {
@@ -336,8 +376,8 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--cli-small", type=int, default=200, help=argparse.SUPPRESS)
     parser.add_argument("--cli-large", type=int, default=1200, help=argparse.SUPPRESS)
-    parser.add_argument("--cli-static-small", type=int, default=20, help=argparse.SUPPRESS)
-    parser.add_argument("--cli-static-large", type=int, default=80, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-static-small", type=int, default=40, help=argparse.SUPPRESS)
+    parser.add_argument("--cli-static-large", type=int, default=240, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gradebox-bench-") as tmp:
@@ -357,7 +397,8 @@ def main() -> None:
             for fn, body in _tasks().items():
                 r = httpx.put(
                     f"http://127.0.0.1:{port}/v1/tasks/{fn}",
-                    json=body,
+                    # "cases": rows carry the exact sandbox latency (the solo goal's yardstick)
+                    json=dict(body, disclosure="cases"),
                     headers={"Authorization": f"Bearer {admin}"},
                 )
                 r.raise_for_status()
@@ -396,11 +437,13 @@ def main() -> None:
         if floor and figures is not floor and floor["p50_ms"] and figures["p50_ms"]:
             ratio = figures["p50_ms"] / floor["p50_ms"]
             print(f"p50 {figures['mode']} / floor: {ratio:.1f}x (same server, same run)")
-    if cli is None:
+    if cli is None or not cli["samples_per_s"]:
+        print(f"cli peer: no figure (the load moved more than the samples cost): {cli}")
         return
     print(
         f"gradebox grade --no-static [cli peer], {cli['workers']} sandbox workers, same samples: "
-        f"{cli['samples_per_s']} samples/s net of start-up"
+        f"{cli['samples_per_s']} samples/s net of start-up, "
+        f"its own process's CPU {cli['cli_cpu_ms_per_sample']} ms/sample"
     )
     tests = by_mode.get("tests")
     if tests:
@@ -434,7 +477,7 @@ def _goals(by_mode: dict, cli: dict, cli_static: dict | None, clients: int) -> N
         say(f"tests p50 ms at {clients} clients", tests["p50_ms"], bound, at_most=True)
     if solo and solo["p50_ms"] and solo["row_latency_p50_ms"]:
         say("solo p50 ms (1 client)", solo["p50_ms"], 2 * solo["row_latency_p50_ms"], at_most=True)
-    if static and cli_static:
+    if static and cli_static and cli_static["samples_per_s"]:
         ratio = static["requests_per_s"] / cli_static["samples_per_s"]
         say(f"static req/s / cli with static ({cli_static['samples_per_s']}/s)", ratio, 0.8)
     errors = sum(f["errors"] for f in by_mode.values())
@@ -442,6 +485,11 @@ def _goals(by_mode: dict, cli: dict, cli_static: dict | None, clients: int) -> N
     for figures in by_mode.values():
         cpu = figures["server_cpu_ms_per_request"]
         print(f"server CPU per request [{figures['mode']}]: {cpu} ms (its own process)")
+    # The server's process also drives the sandbox (spawning, frames, cgroup reads), as the
+    # CLI's does: the CLI's own CPU per sample is that part, the rest is the service's.
+    for peer in (cli, cli_static):
+        if peer:
+            print(f"CLI's own CPU per sample [{peer['mode']}]: {peer['cli_cpu_ms_per_sample']} ms")
 
 
 if __name__ == "__main__":
