@@ -253,6 +253,12 @@ class Sandbox:
             return self._recycles
 
     @property
+    def running(self) -> int:
+        """How many workers are up now (started and not yet thrown away)."""
+        with self._lock:
+            return len(self._all)
+
+    @property
     def python_version(self) -> str | None:
         """``sys.version`` inside the sandbox, as a running worker reported it (else ``None``)."""
         with self._lock:
@@ -263,8 +269,17 @@ class Sandbox:
         slots, done = self._boot()
         return sum(done.get() for _ in range(slots))
 
-    def _boot(self) -> tuple[int, queue.SimpleQueue[bool]]:
-        """Start the worker of every idle slot, each in a thread of its own.
+    def start(self, count: int) -> None:
+        """Start up to ``count`` more workers in the background, in slots not yet started.
+
+        A slot left unstarted starts its worker when a candidate first takes it; this
+        starts them before, while the caller does other work.
+        """
+        if count > 0:
+            self._boot(count)
+
+    def _boot(self, limit: int | None = None) -> tuple[int, queue.SimpleQueue[bool]]:
+        """Start the worker of every idle slot (at most ``limit``), each in a thread of its own.
 
         Each worker goes back to the pool as soon as it is up (an empty slot when it
         could not start), so a candidate can take the first one while the others still
@@ -272,12 +287,20 @@ class Sandbox:
         its worker started.
         """
         slots: list[Worker | None] = []
-        while True:
+        taken: list[Worker] = []
+        while limit is None or len(slots) < limit:
             try:
-                slots.append(self._idle.get_nowait())
+                w = self._idle.get_nowait()
             except queue.Empty:
                 break
+            if w is None:
+                slots.append(w)
+            else:
+                taken.append(w)  # already running: back to the pool below
         done: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        for w in taken:
+            self._idle.put(w)
+            done.put(True)
 
         def start(w: Worker | None) -> None:
             try:
@@ -291,7 +314,7 @@ class Sandbox:
 
         for w in slots:
             threading.Thread(target=start, args=(w,), name="sandbox-boot").start()
-        return len(slots), done
+        return len(slots) + len(taken), done
 
     def close(self) -> None:
         """Stop every worker."""
@@ -306,6 +329,11 @@ class Sandbox:
 
     def _checkout(self) -> Worker | None:
         worker = self._idle.get()
+        if worker is None:  # an unstarted slot: a running worker that waits goes first
+            with contextlib.suppress(queue.Empty):
+                other = self._idle.get_nowait()
+                self._idle.put(worker)  # the unstarted slot stays for later
+                worker = other
         if worker is not None and not worker.alive:
             self._discard(worker)
             worker = None
@@ -350,6 +378,7 @@ def open_sandbox(
     python: str | None = None,
     *,
     self_check: bool = True,
+    boot: int | None = None,
 ) -> Sandbox:
     """Start a sandbox, check that its isolation holds, and return it.
 
@@ -359,6 +388,9 @@ def open_sandbox(
         workers: Number of warm workers (candidates graded at once).
         python: Interpreter that runs candidates (default: the system ``python3``).
         self_check: Run the isolation self-check before returning.
+        boot: How many workers to start now (default: all); the other slots start
+            theirs on first use or on :meth:`Sandbox.start`. A run of one candidate
+            needs one.
 
     Raises:
         IsolationUnavailable: The isolation cannot be provided or does not hold.
@@ -375,7 +407,7 @@ def open_sandbox(
     backend.use(interp)
     sb = Sandbox(backend, interp.path, lim, workers, tree_cap)
     try:
-        slots, done = sb._boot()
+        slots, done = sb._boot(None if boot is None else max(1, boot))
         # The first worker up takes the self-check while the others still start: they are
         # all launched alike, and no candidate runs on any of them before it has passed.
         if not any(done.get() for _ in range(slots)):

@@ -24,8 +24,13 @@ kill the process: a filter for one ABI says nothing about the others.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import errno
 import tempfile
+import threading
+from collections.abc import Iterator
 
 from sandbox.errors import IsolationUnavailable
 
@@ -91,6 +96,42 @@ _HINT = (
 )
 
 
+#: Sonames tried before ``ctypes.util.find_library``, which runs ``ldconfig -p`` (and
+#: more programs when that fails) on every call: two processes per start-up otherwise.
+_SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+_LOADER_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _sonames_first() -> Iterator[None]:
+    """While ``pyseccomp`` loads, resolve its two libraries by soname without a process.
+
+    ``pyseccomp`` looks both up with ``ctypes.util.find_library`` at import. A name that
+    the dynamic loader opens by its soname is answered with it; anything else (another
+    name, a soname missing here) goes to the original lookup, so a caller in another
+    thread meanwhile gets an answer just as loadable.
+    """
+    original = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        soname = _SONAMES.get(name)
+        if soname is not None:
+            try:
+                ctypes.CDLL(soname)
+            except OSError:
+                pass
+            else:
+                return soname
+        return original(name)
+
+    with _LOADER_LOCK:
+        ctypes.util.find_library = find_library
+        try:
+            yield
+        finally:
+            ctypes.util.find_library = original
+
+
 def compile_filter() -> bytes:
     """Return the filter as a BPF program for the running architecture.
 
@@ -98,8 +139,9 @@ def compile_filter() -> bytes:
         IsolationUnavailable: libseccomp is missing or refuses the filter.
     """
     try:
-        import pyseccomp as sc  # noqa: PLC0415 - loads libseccomp; only the bwrap backend needs it
-    except (ImportError, OSError) as exc:
+        with _sonames_first():
+            import pyseccomp as sc  # noqa: PLC0415 - loads libseccomp; only bwrap needs it
+    except (ImportError, OSError, RuntimeError) as exc:  # RuntimeError: no libseccomp
         raise IsolationUnavailable(f"cannot build the seccomp filter: {exc}; {_HINT}") from exc
     try:
         filt = sc.SyscallFilter(sc.ALLOW)

@@ -61,6 +61,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import tempfile
@@ -192,8 +193,8 @@ def _check_batch(
     unique = dict(zip(names, candidates, strict=True))
     found: dict[str, list[Finding]] = {name: [] for name in unique}
     failed: dict[str, dict[str, str]] = {name: {} for name in unique}
-    with tempfile.TemporaryDirectory(prefix="gradebox-static-") as tmp:
-        files = _write(Path(tmp), unique, config.layers)
+    with contextlib.ExitStack() as scratch:
+        files = _write_batch(scratch, unique, config.layers)
         tasks = [
             (layer, k, shard)
             for layer in _ORDER
@@ -475,6 +476,36 @@ def _module_name(candidate: Candidate) -> str:
         parts += (candidate.scope,)
     key = "\0".join(parts)
     return "c-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+#: Where a batch's files go when it can: a memory file system. On a disk one (``/tmp``
+#: on ext4 here) creating, reading and removing the two files of a candidate cost
+#: ~0.47 ms of the grader's CPU under load, against ~0.30 ms on tmpfs (same run).
+_MEMORY_DIR = "/dev/shm"  # noqa: S108 - a private directory (0700) is made inside
+
+
+def _write_batch(
+    scratch: contextlib.ExitStack,
+    unique: Mapping[str, Candidate],
+    layers: frozenset[LayerName],
+    memory_dir: str = _MEMORY_DIR,
+) -> dict[LayerName, list[Path]]:
+    """:func:`_write` into a private directory ``scratch`` removes: in ``memory_dir`` if it can.
+
+    A memory file system that is missing, not ours to write or full (a container's
+    small ``/dev/shm``) leaves the batch to the default temporary directory.
+    """
+    bases = [memory_dir] if os.access(memory_dir, os.W_OK | os.X_OK) else []
+    for base in [*bases, None]:
+        try:
+            tmp = scratch.enter_context(
+                tempfile.TemporaryDirectory(prefix="gradebox-static-", dir=base)
+            )
+            return _write(Path(tmp), unique, layers)
+        except OSError:
+            if base is None:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _write(

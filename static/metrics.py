@@ -81,7 +81,8 @@ def check(
         _Measured(name, fn.lineno, fn.col_offset + 1, _complexity(fn), _depth(fn))
         for name, fn in _functions(tree.body, prefix="")
     ]
-    if not measured and not _classes(tree):
+    nodes = list(ast.walk(tree))  # one walk for every measure below (~4x fewer node visits)
+    if not measured and not _classes(nodes):
         return _empty(parsed=True), []
     metrics = {
         "parsed": True,
@@ -89,8 +90,8 @@ def check(
             {"name": m.name, "line": m.line, "complexity": m.complexity, "max_nesting": m.nesting}
             for m in measured
         ],
-        "docstring_coverage": _docstring_coverage(tree),
-        "annotation_coverage": _annotation_coverage(tree),
+        "docstring_coverage": _docstring_coverage(nodes),
+        "annotation_coverage": _annotation_coverage(nodes),
         "max_complexity": max((m.complexity for m in measured), default=None),
         "max_nesting": max((m.nesting for m in measured), default=None),
     }
@@ -233,26 +234,22 @@ def _is_elif(stmt: ast.If) -> bool:
     )
 
 
-def _classes(tree: ast.Module) -> list[ast.ClassDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+def _classes(nodes: list[ast.AST]) -> list[ast.ClassDef]:
+    return [n for n in nodes if isinstance(n, ast.ClassDef)]
 
 
-def _docstring_coverage(tree: ast.Module) -> float | None:
-    nodes = [n for n in ast.walk(tree) if isinstance(n, _Function | ast.ClassDef)]
-    documented = sum(1 for n in nodes if ast.get_docstring(n, clean=False) is not None)
-    return round(documented / len(nodes), 4) if nodes else None
+def _docstring_coverage(nodes: list[ast.AST]) -> float | None:
+    defs = [n for n in nodes if isinstance(n, _Function | ast.ClassDef)]
+    documented = sum(1 for n in defs if ast.get_docstring(n, clean=False) is not None)
+    return round(documented / len(defs), 4) if defs else None
 
 
-def _annotation_coverage(tree: ast.Module) -> float | None:
+def _annotation_coverage(nodes: list[ast.AST]) -> float | None:
     methods = {
-        id(stmt)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef)
-        for stmt in node.body
-        if isinstance(stmt, _Function)
+        id(stmt) for node in _classes(nodes) for stmt in node.body if isinstance(stmt, _Function)
     }
     annotated = total = 0
-    for fn in (n for n in ast.walk(tree) if isinstance(n, _Function)):
+    for fn in (n for n in nodes if isinstance(n, _Function)):
         args = fn.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         if id(fn) in methods and params and not _is_static(fn):

@@ -5,7 +5,8 @@ so ``import gradebox`` or ``import sandbox`` loads none of the grading
 pipeline, the case files' JSON-schema validator or the later layers; the
 ``grade`` command module loads the sandbox and nothing of the pipeline, so its
 workers start before the pipeline is imported; and a ``--no-static --no-judge``
-run never loads the static tools, the judge or its HTTP client. Each check
+run never loads the static tools, the judge, its HTTP client or, when every input
+line is valid, ``jsonschema`` (``jsonschema_rs`` accepts them). Each check
 reads ``sys.modules`` of a fresh interpreter.
 """
 
@@ -103,5 +104,6 @@ def test_a_tests_only_run_loads_no_later_layer(tmp_path: Path) -> None:
     )
     loaded = _loaded(code, *argv)
     assert json.loads((tmp_path / "r").read_text())["pass"] is True  # it did grade
-    assert "jsonschema" in loaded  # the inputs were checked
+    assert "jsonschema_rs" in loaded  # the inputs were checked...
+    assert "jsonschema" not in loaded  # ...and, all valid, needed no words for a miss
     assert _among(loaded, LATER_LAYERS) == []

@@ -217,9 +217,10 @@ def run(config: RunConfig, *, environ: Mapping[str, str] | None = None) -> int:
         SetupError: The sandbox or a stage cannot start.
     """
     with contextlib.ExitStack() as stack:
-        # Workers start first (and prove their isolation) while the grading pipeline is
+        # A worker starts first (and proves the isolation) while the grading pipeline is
         # imported, the inputs are read and the later stages set up; bad input still
-        # stops the run before any grading.
+        # stops the run before any grading. The others start once the samples are
+        # counted: a run of one candidate boots one worker.
         with ThreadPoolExecutor(max_workers=1) as starter:
             pending = starter.submit(_open_sandbox, config)
             try:
@@ -233,6 +234,8 @@ def run(config: RunConfig, *, environ: Mapping[str, str] | None = None) -> int:
                 sandbox = pending.result()
             except IsolationUnavailable as exc:
                 raise SetupError(str(exc)) from exc
+        if config.scheduler is None:  # the other workers, as many as there are samples
+            sandbox.start(min(config.jobs, len(inputs.samples.ids)) - 1)
         return grade_run.grade(config, inputs, stages, sandbox)
 
 
@@ -252,7 +255,9 @@ def _open_sandbox(config: RunConfig) -> Sandbox:
     """This machine's sandbox pool, or the cluster ``--scheduler`` names."""
     python = str(config.sandbox_python) if config.sandbox_python else None
     if config.scheduler is None:
-        return open_sandbox(config.isolation, config.limits, workers=config.jobs, python=python)
+        return open_sandbox(
+            config.isolation, config.limits, workers=config.jobs, python=python, boot=1
+        )
     from gradebox.cluster.address import parse_scheduler  # noqa: PLC0415 - loads Dask on use
     from gradebox.cluster.coordinator import ClusterOptions, open_cluster  # noqa: PLC0415
 

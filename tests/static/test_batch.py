@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import re
 import sys
 import tomllib
@@ -397,3 +399,62 @@ def test_a_malformed_type_comment_stays_a_finding(config: StaticConfig) -> None:
     (result,) = check_batch([Candidate(code, "f")], config)
     assert result.tool_errors == {}
     assert [f.rule for f in result.findings if f.layer == "types"] == ["syntax"]
+
+
+# --- where a batch's files go ----------------------------------------------------------
+
+
+def _spy_roots(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    import static.batch as batch
+
+    roots: list[Path] = []
+    write = batch._write
+
+    def spy(root: Path, *args: object) -> object:
+        roots.append(root)
+        return write(root, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "_write", spy)
+    return roots
+
+
+@pytest.mark.skipif(
+    not os.access("/dev/shm", os.W_OK | os.X_OK),
+    reason="no writable /dev/shm here",
+)
+def test_a_batch_is_written_on_the_memory_file_system(
+    config: StaticConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On disk (/tmp on ext4) the two files of a candidate cost the grader ~0.2 ms more.
+    roots = _spy_roots(monkeypatch)
+    found = check_batch([corpus_candidate("clean_is_even.py")], config)
+    assert found[0].tool_errors == {}
+    assert [r.parent for r in roots] == [Path("/dev/shm")]
+    assert not roots[0].exists()  # and removed after the batch
+
+
+def test_a_full_memory_file_system_leaves_the_batch_to_the_temporary_directory(
+    config: StaticConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import errno
+
+    import static.batch as batch
+
+    full = tmp_path / "shm"
+    full.mkdir()
+    write = batch._write
+
+    def no_space(root: Path, *args: object) -> object:
+        if root.parent == full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write(root, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "_write", no_space)
+    with contextlib.ExitStack() as scratch:
+        files = batch._write_batch(
+            scratch, {"c-x": corpus_candidate("clean_is_even.py")}, config.layers, str(full)
+        )
+        assert all(
+            p.parent.parent.parent != full and p.exists() for ps in files.values() for p in ps
+        )
+    assert list(full.iterdir()) == []  # the half-written directory went too
