@@ -89,9 +89,11 @@ def test_retry_after_beyond_the_limit_stops_at_once(server, make_judge, item):
         429, "come back later", headers={"Retry-After": "3600"}
     )
     started = time.monotonic()
-    result = make_judge(max_attempts=5, retry_after_max_s=1.0).judge_one(item())
+    result = make_judge(max_attempts=5, retry_after_max_s=30.0).judge_one(item())
     assert (result.status, result.attempts) == ("unavailable", 1)
-    assert time.monotonic() - started < 1.0
+    # The alternative told apart is a wait of the capped 30 s before giving up; one
+    # refused request takes well under a second even on a busy machine.
+    assert time.monotonic() - started < 30.0
 
 
 def test_backoff_grows_without_retry_after(server, make_judge, item):

@@ -6,7 +6,9 @@ session), fork again, close nothing (hold stdout/stderr open, so a grader that
 reads to EOF hangs), and ``exec`` a new Python whose command line carries the
 marker. The daemon ignores SIGTERM/SIGHUP, writes marker files in ``/tmp``,
 ``/dev/shm``, the scratch dir and the host dir it was given after 1 s, then spins
-for up to 20 s (it ends itself, so an escape does not linger forever).
+for up to 20 s (it ends itself, so an escape does not linger forever). The
+candidate returns once it sees the daemon's command line in ``/proc`` (and a
+moment more, for the host to see it too).
 
 Expected: ``run`` returns promptly; no marked process is alive on the host;
 no marker file appears; a later candidate finds nothing.
@@ -46,5 +48,19 @@ def f(x, marker, host_dir):
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
-    time.sleep(0.3)  # let the host see it
+    while not _running(marker):  # exec'd: a busy machine takes its time starting Python
+        time.sleep(0.01)
+    time.sleep(0.5)  # let the host see it
     return x + 1
+
+
+def _running(marker):
+    """Whether a process with the marker on its command line runs (the daemon)."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    return True
+        except OSError:
+            pass
+    return False

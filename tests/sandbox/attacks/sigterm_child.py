@@ -4,7 +4,8 @@
 Attack: a child in the candidate's own process group that ignores SIGTERM,
 SIGHUP and SIGINT (dispositions survive ``exec``) and execs a Python that
 sleeps with the marker on its command line, plus a forked (not exec'd) child
-renamed to the marker that also ignores them. The candidate returns at once.
+renamed to the marker that also ignores them. The candidate returns once both
+carry the marker in ``/proc`` (and a moment more, for the host to see them).
 
 Expected: no marked process is alive on the host after ``run`` returns.
 """
@@ -25,13 +26,26 @@ def _name(marker):
 def f(x, marker):
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
-    if os.fork() == 0:
+    execd = os.fork()
+    if execd == 0:
         os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(20)", marker])
-    if os.fork() == 0:
+    forked = os.fork()
+    if forked == 0:
         try:
             _name(marker)
             time.sleep(20)
         finally:
             os._exit(0)
-    time.sleep(0.3)  # let the host see them
+    needle = marker.encode()
+    while not (_has(execd, "cmdline", needle) and _has(forked, "comm", needle)):
+        time.sleep(0.01)  # a busy machine takes its time starting Python
+    time.sleep(0.5)  # let the host see them
     return x + 1
+
+
+def _has(pid, name, needle):
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as fh:
+            return needle in fh.read()
+    except OSError:
+        return False

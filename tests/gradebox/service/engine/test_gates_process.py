@@ -34,6 +34,7 @@ import anyio
 import httpx
 import pytest
 from ports import free_port
+from waiting import HANG_S, Progress, tree_cpu_s
 
 from gradebox.patches import GateSpec, TestIds, run_gate
 from gradebox.service.api.gates import child_env
@@ -77,18 +78,30 @@ def cpu(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def working() -> Progress:
+    """A deadline that moves while this process's children (gates, sandboxes) use CPU.
+
+    A busy machine stretches a heavy gate's wall time without bound (it took over
+    240 s beside two CPU-bound processes): the wait fails on a stall, not a clock.
+    """
+    return Progress(lambda: tree_cpu_s(os.getpid(), own=False))
+
+
 async def ready(client: httpx.AsyncClient) -> None:
     """Wait until the app's own sandbox has opened (its self-check is CPU in this process)."""
-    with anyio.fail_after(240):
-        while (await client.get("/readyz")).status_code != 200:
-            await anyio.sleep(0.2)
+    progress = working()
+    while (await client.get("/readyz")).status_code != 200:
+        assert not progress.expired(), "the app's sandbox stalled before it was ready"
+        await anyio.sleep(0.2)
 
 
 async def done(db: Path, gate_id: str) -> None:
     """Wait until the gate is done, reading the database (a poll costs the app nothing)."""
-    with anyio.fail_after(240), sqlite3.connect(db) as con:
+    progress = working()
+    with sqlite3.connect(db) as con:
         query = "SELECT status FROM gates WHERE id = ?"
         while con.execute(query, (gate_id,)).fetchone() != ("done",):
+            assert not progress.expired(), f"gate {gate_id} stalled: no CPU used for a minute"
             await anyio.sleep(0.2)
 
 
@@ -118,6 +131,7 @@ async def test_a_heavy_gate_costs_the_servers_process_little(tmp_path, env_cache
         assert r.status_code == 200, r.text
         warm = {**body, "patch": repo.patch(fix_mean)}  # the environment is built, not timed
         r = await client.post("/v1/gates", json=warm, headers=grader)
+        await done(tmp_path / "svc.sqlite", r.json()["id"])
         assert (await wait_gate(client, r.json()["id"], grader))["row"]["verdict"] == "pass"
 
         # What the server's process spends per wall second whatever it does (threads that
@@ -351,10 +365,14 @@ def test_a_gate_process_whose_server_died_kills_itself(tmp_path):
         _wait_for(lambda: _healthy(url), server)
         (line,) = [x for x in out.read_text().splitlines() if x.startswith("admin token")]
         admin = bearer(line.split(": ", 1)[1])
-        r = httpx.put(f"{url}/v1/repos/calc", json={"path": str(repo.path)}, headers=admin)
+        # httpx's default 5 s read timeout is a wall-clock bound a loaded server overran
+        # (registering the repository): these only bound a hang.
+        r = httpx.put(
+            f"{url}/v1/repos/calc", json={"path": str(repo.path)}, headers=admin, timeout=HANG_S
+        )
         assert r.status_code == 200, r.text
         body = {"repo": "calc", "base": "main", "patch": repo.patch(fix_mean)}
-        r = httpx.post(f"{url}/v1/gates", json=body, headers=admin)
+        r = httpx.post(f"{url}/v1/gates", json=body, headers=admin, timeout=HANG_S)
         assert r.status_code == 202, r.text
         found: list[int] = []
 
