@@ -199,8 +199,30 @@ async def _client(
     return latencies, errors, refused
 
 
+def _batches(port: int, admin: str | None) -> tuple[float, float]:
+    """The server's static batch-size histogram so far: (samples, batches)."""
+    if admin is None:
+        return 0.0, 0.0
+    text = httpx.get(
+        f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {admin}"}
+    ).text
+    found = dict(
+        line.split()[:2] for line in text.splitlines()
+        if line.startswith(("gradebox_static_batch_size_sum", "gradebox_static_batch_size_count"))
+    )  # fmt: skip
+    return (
+        float(found.get("gradebox_static_batch_size_sum", 0)),
+        float(found.get("gradebox_static_batch_size_count", 0)),
+    )
+
+
 async def _load(
-    port: int, tokens: list[str], args: argparse.Namespace, mode: str, pid: int | None = None
+    port: int,
+    tokens: list[str],
+    args: argparse.Namespace,
+    mode: str,
+    pid: int | None = None,
+    admin: str | None = None,
 ) -> dict:
     samples = [json.loads(x) for x in (EXAMPLES / "samples.jsonl").read_text().splitlines() if x]
     samples = [s for s in samples if s["id"] not in args.exclude.split(",")]
@@ -208,7 +230,7 @@ async def _load(
     clients = 1 if mode == "solo" else args.clients
     limits = httpx.Limits(max_connections=clients * 2)
     sandbox_ms: list[float] = []
-    cpu0 = _cpu_s(pid)
+    cpu0, batches0 = _cpu_s(pid), _batches(port, admin)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", timeout=120, limits=limits
     ) as http:
@@ -229,6 +251,7 @@ async def _load(
         )
         elapsed = time.monotonic() - t0
     cpu = _cpu_s(pid) - cpu0
+    batched = [a - b for a, b in zip(_batches(port, admin), batches0, strict=True)]
     lat = sorted(x for r in results for x in r[0])
     sandbox_ms.sort()
 
@@ -248,6 +271,7 @@ async def _load(
         "refused_429": sum(r[2] for r in results),
         "server_cpu_ms_per_request": round(cpu * 1000 / len(lat), 2) if lat and pid else None,
         "row_latency_p50_ms": sandbox_ms[len(sandbox_ms) // 2] if sandbox_ms else None,
+        "static_batch_mean": round(batched[0] / batched[1], 2) if batched[1] else None,
     }
 
 
@@ -405,7 +429,7 @@ def main() -> None:
             runs = []
             for mode in modes:
                 before = served[0]
-                figures = asyncio.run(_load(port, tokens, args, mode, proc.pid))
+                figures = asyncio.run(_load(port, tokens, args, mode, proc.pid, admin))
                 figures["judge_requests"] = served[0] - before
                 runs.append(figures)
         finally:
@@ -429,6 +453,11 @@ def main() -> None:
             f"p99 {figures['p99_ms']} ms, errors {figures['errors']}, "
             f"429s {figures['refused_429']} (ok {figures['ok']}), "
             f"server CPU {figures['server_cpu_ms_per_request']} ms/request"
+            + (
+                f", static batch mean {figures['static_batch_mean']}"
+                if figures["static_batch_mean"]
+                else ""
+            )
             + (f", judge requests {figures['judge_requests']}" * (figures["mode"] == "judge"))
         )
     by_mode = {f["mode"]: f for f in runs}

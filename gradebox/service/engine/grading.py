@@ -35,6 +35,7 @@ until its budget is spent (then that worker is killed), not everyone's grading.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -162,23 +163,20 @@ class GradingService:
         owner: str,
         rubric: str | None = None,
     ) -> Outcome:
-        if lane == "sync":
-            with self._lanes.sync():
-                graded = self._tests(found, sample, lane)
-        else:
-            graded = self._tests(found, sample, lane)
-        if isinstance(graded, str):
-            stored = self.finish(infra_grade(sample, graded), found.disclosure, found.revision)
-            return self._counted(Outcome(stored), lane)
+        static = self.static if layers.static and found.static is not None else None
         notes: dict[str, Annotation] = {}
-        if layers.static and self.static is not None and found.static is not None:
-            t0 = time.perf_counter()
-            key = BATCH_KEY.set(owner)
-            try:
-                notes["static"] = self.static.annotate(found.static, graded)
-            finally:
-                BATCH_KEY.reset(key)
-            self._metrics.stage("static", lane, time.perf_counter() - t0)
+        # Announced before the sandbox: its token's static batch waits for it.
+        with static.expecting(owner) if static is not None else contextlib.nullcontext():
+            if lane == "sync":
+                with self._lanes.sync():
+                    graded = self._tests(found, sample, lane)
+            else:
+                graded = self._tests(found, sample, lane)
+            if isinstance(graded, str):
+                stored = self.finish(infra_grade(sample, graded), found.disclosure, found.revision)
+                return self._counted(Outcome(stored), lane)
+            if static is not None and found.static is not None:
+                notes["static"] = self._static(static, found.static, graded, owner, lane)
         later = None
         judge = self.judge
         if layers.judge != "off" and judge is not None:
@@ -194,6 +192,17 @@ class GradingService:
                 notes["judge"] = Annotation(JudgeResult.pending(PENDING_REASON))
                 later = self._later(judge, graded, notes, found, lane, owner)
         return self._counted(Outcome(self._stored(graded, notes, found), later), lane)
+
+    def _static(
+        self, static: StaticService, stage: StaticStage, graded: Graded, owner: str, lane: Lane
+    ) -> Annotation:
+        t0 = time.perf_counter()
+        key = BATCH_KEY.set(owner)
+        try:
+            return static.annotate(stage, graded)
+        finally:
+            BATCH_KEY.reset(key)
+            self._metrics.stage("static", lane, time.perf_counter() - t0)
 
     def _with_rubric(self, graded: Graded, pinned: str | None = None) -> Graded:
         """``graded`` with its task's rubric as the file the judge loads (a stored rubric)."""

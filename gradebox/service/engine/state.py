@@ -140,7 +140,7 @@ class ServiceState:
         worker = self._worker = RunWorker(
             self._store, lambda: self._grading, self.lanes, self._rubrics
         )
-        self.lanes.on_free(worker.wake)
+        self.lanes.on_free(worker.place_freed)
         self.lanes.count_samples(lambda: worker.running)
         store = self._store
         self.metrics.gauges(

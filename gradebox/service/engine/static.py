@@ -13,11 +13,13 @@ client's grade meanwhile. A batch that outlives its time limit kills its
 session (pebble restarts it, warm again in a few seconds); the batch's samples
 get an infrastructure error on their ``static`` field.
 
-Samples arriving together are checked together (:class:`_Batcher`): ruff, mypy
+Samples arriving together are checked together (:mod:`.batches`): ruff, mypy
 and bandit start once per batch instead of once per sample, which is what
 makes a burst cheap (on this machine a batch of 8 costs ~35 ms a sample against
-~160 ms for one alone). No thread waits to fill a batch: a sample whose caller
-finds a free session is checked at once, with whatever else is waiting. A batch
+~160 ms for one alone). A sample whose caller finds a free session is checked
+at once, with whatever else of its token is waiting, unless more of its token's
+samples are in the sandbox now: then the batch waits for them, :data:`~.batches.WINDOW_S`
+at most (:meth:`StaticService.expecting`). A batch
 holds the samples of **one token only** (the batch key, :data:`BATCH_KEY`): a
 sample that makes a tool slow, or time out (which marks its whole batch
 ``needs_review``), costs its own token's samples and never another tenant's. A
@@ -38,20 +40,19 @@ they only never decide its effect (they are added to every selector's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import multiprocessing
 import os
 import queue
 import signal
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from pebble import ProcessPool
 
@@ -59,6 +60,7 @@ from gradebox.grade import TestsReport
 from gradebox.pipeline.core import Annotation, Graded
 from gradebox.pipeline.static import StaticStage
 from gradebox.pipeline.task_static import KEYS, LOCKFILE_NAMES, TaskStatic, allowing, task_static
+from gradebox.service.engine.batches import Batcher
 from gradebox.service.problems import Problem
 from static.batch import Candidate, StaticConfig, StaticResult, WarmTools, check_tools
 from static.findings import ToolError
@@ -68,10 +70,6 @@ __all__ = ["BATCH_KEY", "LOCKFILE_NAMES", "StaticService", "TaskStatic", "check_
 
 BATCH_KEY: ContextVar[str] = ContextVar("gradebox_static_batch_key", default="")
 """Whose sample is being checked (the token id): only samples of one key share a batch."""
-MAX_BATCH = 16
-"""Most samples checked in one batch."""
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 def check_task_static(body: Any, problems: list[Problem]) -> dict[str, object]:
@@ -101,71 +99,6 @@ class _Item:
     graded: Graded
     policy: Policy
     pins: Mapping[str, str] | None
-
-
-@dataclasses.dataclass(slots=True)
-class _Job(Generic[T, R]):
-    """One sample waiting for its result."""
-
-    key: str
-    item: T
-    result: R | None = None
-    error: BaseException | None = None
-    done: bool = False
-
-
-class _Batcher(Generic[T, R]):
-    """Sessions shared by threads; samples of one key that wait together run as a batch.
-
-    No thread of its own: a caller that finds a free session checks the oldest
-    waiting sample's key, with up to :data:`MAX_BATCH` samples of that key, and
-    so on until its own samples are done; the others wait for it. ``run(key,
-    items)`` checks one batch in a session (one result per item, in order).
-    """
-
-    def __init__(self, run: Callable[[str, list[T]], list[R]], sessions: int) -> None:
-        self._run = run
-        self._free = sessions
-        self._waiting: deque[_Job[T, R]] = deque()
-        self._cond = threading.Condition()
-        self.observe: Callable[[int], None] = lambda _size: None
-        """Told each batch's size (the app's metrics)."""
-
-    def check(self, key: str, items: list[T]) -> list[R]:
-        jobs = [_Job[T, R](key, item) for item in items]
-        with self._cond:
-            self._waiting.extend(jobs)
-            while not all(j.done for j in jobs):
-                if self._free and self._waiting:
-                    self._run_one_batch()
-                else:
-                    self._cond.wait()
-        for job in jobs:
-            if job.error is not None:
-                raise job.error
-        return [j.result for j in jobs if j.result is not None]
-
-    def _run_one_batch(self) -> None:
-        """Check one batch (called holding the condition; released while checking)."""
-        self._free -= 1
-        key = self._waiting[0].key
-        batch = [j for j in self._waiting if j.key == key][:MAX_BATCH]
-        for job in batch:
-            self._waiting.remove(job)
-        self._cond.release()
-        try:
-            self.observe(len(batch))
-            for job, result in zip(batch, self._run(key, [j.item for j in batch]), strict=True):
-                job.result = result
-        except BaseException as exc:  # every sample of the batch gets the error (infra)
-            for job in batch:
-                job.error = exc
-        finally:
-            self._cond.acquire()
-            self._free += 1
-            for job in batch:
-                job.done = True
-            self._cond.notify_all()
 
 
 def _wait_ready(ready: Queue[str], count: int, timeout_s: float) -> None:
@@ -229,7 +162,7 @@ class StaticService:
         except BaseException:
             self.close()
             raise
-        self._batcher: _Batcher[_Item, Annotation] = _Batcher(self._in_session, count)
+        self._batcher: Batcher[_Item, Annotation] = Batcher(self._in_session, count)
 
     def _in_session(self, key: str, items: list[_Item]) -> list[Annotation]:
         pool = self._pool
@@ -263,6 +196,13 @@ class StaticService:
         except Exception as exc:  # as the pipeline does: an infra error on the row
             message = f"static stage error: {type(exc).__name__}"
             return stage.crashed([graded], message)[0]
+
+    def expecting(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """Announce a sample of ``key`` that may reach :meth:`annotate` within the block.
+
+        Its key's batch then waits for it (:data:`~.batches.WINDOW_S` at most): larger batches.
+        """
+        return self._batcher.expecting(key)
 
     def observe_batches(self, observe: Callable[[int], None]) -> None:
         """Tell ``observe`` the size of every batch checked from now on."""

@@ -70,6 +70,8 @@ class RunWorker:
         self._jobs = lanes.batch_jobs
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._blocked = False
+        """Whether the last fill stopped for want of a place (work may be left)."""
         self._thread = threading.Thread(target=self._loop, name="gradebox-runs", daemon=True)
         self._inflight: dict[Future[None], str] = {}
         self._running = 0  # samples submitted and not done (read by the lanes from any thread)
@@ -91,7 +93,8 @@ class RunWorker:
     def _finished(self, _future: Future[None]) -> None:
         with self._running_lock:
             self._running -= 1
-        self._lanes.freed()  # wakes this worker and a gate waiting for a place
+        self._wake.set()  # settle it (its run may be done)
+        self._lanes.freed()  # a gate waiting for a place
 
     def start(self) -> None:
         """Start the thread; unfinished runs in the database resume at once."""
@@ -100,6 +103,16 @@ class RunWorker:
     def wake(self) -> None:
         """A run was submitted or the sandbox became ready."""
         self._wake.set()
+
+    def place_freed(self) -> None:
+        """A place in the sandbox was freed: wake only if the last fill waited for one.
+
+        A synchronous grade frees a place every few milliseconds under load; with no
+        run queued, waking for each costs two queries for nothing. ``_blocked`` is set
+        before the fill reads the lanes, so a place freed after that read wakes it.
+        """
+        if self._blocked:
+            self._wake.set()
 
     def stop(self, timeout: float) -> bool:
         """Start no new sample; wait up to ``timeout`` s for those in flight; True if done."""
@@ -112,6 +125,7 @@ class RunWorker:
     def _loop(self) -> None:
         with ThreadPoolExecutor(self._jobs, thread_name_prefix="gradebox-grade") as pool:
             while not self._stop.is_set():
+                self._wake.clear()  # before the work: a wake during it is kept
                 try:
                     self._settle()
                     self._retire()
@@ -122,14 +136,17 @@ class RunWorker:
                     _log.exception("run worker error; unfinished runs resume later")
                     self._stop.wait(1.0)
                 self._wake.wait(1.0)
-                self._wake.clear()
             wait(list(self._inflight))  # samples in flight finish and are committed
             self._settle()
 
     def _fill(self, pool: ThreadPoolExecutor, grading: GradingService) -> None:
-        while self._lanes.batch_may_start(len(self._inflight)) and not self._stop.is_set():
+        while not self._stop.is_set():
+            self._blocked = True
+            if not self._lanes.batch_may_start(len(self._inflight)):
+                return
             item = self._next()
             if item is None:
+                self._blocked = False
                 return
             owner, run_id, idx, obj = item
             with self._running_lock:

@@ -8,12 +8,14 @@ tokens' samples, and give every sample the result it gets alone.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 import pytest
 
-from gradebox.service.engine.static import _Batcher, _warm_tools
+from gradebox.service.engine.batches import Batcher as _Batcher
+from gradebox.service.engine.static import _warm_tools
 from static.batch import Candidate, StaticConfig
 
 
@@ -103,3 +105,62 @@ async def test_batch_sizes_are_in_the_metrics(kit, static_service):
     }
     assert sizes["gradebox_static_batch_size_sum"] == 3.0  # every sample, in some batch
     assert 1.0 <= sizes["gradebox_static_batch_size_count"] <= 3.0
+
+
+def _until(predicate, timeout_s: float = 60.0) -> None:
+    """Retry until ``predicate()`` or the deadline (the machine may be busy)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.005)
+
+
+def _checked(batcher, key, c, announced: threading.Event | None = None, go=None):
+    """In a thread: announce a sample of ``key``, then check ``c`` once ``go`` is set."""
+    with batcher.expecting(key):
+        if announced is not None:
+            announced.set()
+        if go is not None:
+            go.wait(60)
+        return batcher.check(key, [c])[0]
+
+
+def test_a_batch_waits_for_its_keys_announced_samples(recording):
+    # The window is long: only the second sample's arrival can start the batch.
+    batcher = _Batcher(lambda _key, c: recording.check_batch(c), 1, window_s=600)
+    recording.batches.clear()
+    first, second = candidate("alice", 10), candidate("alice", 11)
+    go, announced = threading.Event(), threading.Event()
+    with ThreadPoolExecutor(2) as pool:
+        late = pool.submit(_checked, batcher, "alice", second, announced, go)
+        assert announced.wait(60)
+        early = pool.submit(_checked, batcher, "alice", first)
+        _until(lambda: len(batcher._waiting) == 1)  # the first waits for the second
+        assert recording.batches == []
+        go.set()
+        results = [early.result(timeout=120), late.result(timeout=120)]
+    assert recording.batches == [[first.code, second.code]]  # one call, not two
+    assert results == [recording.tools.check_batch([c])[0] for c in (first, second)]
+
+
+def test_nothing_on_its_way_or_a_withdrawn_sample_never_holds_a_batch(recording):
+    batcher = _Batcher(lambda _key, c: recording.check_batch(c), 1, window_s=600)
+    assert batcher.check("alice", [candidate("alice", 12)])  # nothing announced: at once
+    entered, leave = threading.Event(), threading.Event()
+
+    def withdrawn() -> None:  # a sample of bob's whose tests could not run: never checked
+        with batcher.expecting("bob"):
+            entered.set()
+            leave.wait(60)
+
+    with ThreadPoolExecutor(3) as pool:
+        gone = pool.submit(withdrawn)
+        assert entered.wait(60)
+        bob = pool.submit(_checked, batcher, "bob", candidate("bob", 14))
+        _until(lambda: len(batcher._waiting) == 1)  # bob's batch waits for the other
+        # another token's batch never waits behind it
+        assert pool.submit(batcher.check, "alice", [candidate("alice", 13)]).result(120)
+        assert not bob.done()
+        leave.set()  # withdrawn: bob's batch goes
+        gone.result(timeout=60)
+        assert bob.result(timeout=120).findings == []
