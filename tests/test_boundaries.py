@@ -79,7 +79,9 @@ _LAYERS = {  # gradebox subpackage -> what it may import of gradebox
     "gradebox.mine": _RECORDS | {"gradebox.mine", "gradebox.patches"},
     # Importers read benchmark files; the gate's default denylist is the one thing of the
     # pipeline they need (BigCodeBench tasks that are about `os` may import it).
-    "gradebox.benchmarks": _RECORDS | {"gradebox.benchmarks", "gradebox.pipeline.gate"},
+    # It writes hidden.jsonl 0600 through gradebox.runs.private (a leaf).
+    "gradebox.benchmarks": _RECORDS
+    | {"gradebox.benchmarks", "gradebox.pipeline.gate", "gradebox.runs.private"},
     # Where gates are read (PR comments, check runs, the Action, pre-commit): over the gate.
     "gradebox.github": _RECORDS | {"gradebox.github", "gradebox.patches"},
     # The sampler: public tasks in, samples.jsonl out, through the judge's endpoint client.

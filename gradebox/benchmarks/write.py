@@ -15,6 +15,7 @@ from pathlib import Path
 from gradebox.benchmarks.bounds import DEFAULT_BOUNDS, Bounds
 from gradebox.benchmarks.records import Equality, Format, ImportedTask, Retyped, Skipped
 from gradebox.grade import Json
+from gradebox.runs.private import private_text
 from sandbox.child.wire import to_wire
 from sandbox.types import HiddenCase, PublicTask
 
@@ -179,6 +180,7 @@ def report_of(
 
 
 _FILES = ("hidden.jsonl", "public.jsonl", "reference.jsonl", "benchmark.jsonl")
+_PRIVATE = frozenset({"hidden.jsonl", "reference.jsonl"})
 
 
 def task_lines(task: ImportedTask) -> Iterator[tuple[str, dict[str, Json]]]:
@@ -231,7 +233,14 @@ def write_import(out: Path, tasks: Sequence[ImportedTask], report: ImportReport)
     """Write every file of an import into ``out`` (created); return the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {name: out / name for name in _FILES}
-    files = {name: paths[name].open("w", encoding="utf-8") for name in _FILES}
+    # Hidden cases (expected values) and reference solutions are the grader's own: 0600
+    # whatever the umask, like every file gradebox writes that holds hidden values.
+    files = {
+        name: private_text(paths[name])
+        if name in _PRIVATE
+        else paths[name].open("w", encoding="utf-8")
+        for name in _FILES
+    }
     try:
         # Each file in task order: the task's hidden lines, then its other lines.
         for task in tasks:

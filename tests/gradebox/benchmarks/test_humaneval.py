@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -245,3 +247,20 @@ def test_a_bad_record_is_reported_with_file_line_and_field(tmp_path: Path) -> No
     assert f"{source}:2: test: missing" in res.output
     assert f"{source}:3: invalid JSON" in res.output
     assert not (tmp_path / "o").exists()
+
+
+def test_hidden_cases_and_references_are_written_0600_whatever_the_umask(tmp_path: Path) -> None:
+    """The import's hidden.jsonl holds expected values; reference.jsonl the solutions."""
+    out = tmp_path / "he"
+    out.mkdir()
+    (out / "hidden.jsonl").write_text("")  # an existing file is narrowed too
+    (out / "hidden.jsonl").chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        _import(out)
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if p.is_file()}
+    assert modes["hidden.jsonl"] == 0o600, oct(modes["hidden.jsonl"])
+    assert modes["reference.jsonl"] == 0o600, oct(modes["reference.jsonl"])
+    assert modes["public.jsonl"] == 0o644  # what a model may see stays readable
