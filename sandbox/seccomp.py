@@ -18,6 +18,16 @@ which fail with ``EPERM``:
   handles (``open_by_handle_at``), modules, ``kexec``, ``reboot``, ``swapon``,
   ``acct``, ``quotactl``, ``syslog``, ``iopl``/``ioperm``, ``personality``.
 
+The calls that change another process's limits or scheduling are refused unless
+they name the caller itself (``EPERM`` for any other target): ``prlimit64``,
+``setpriority`` (``PRIO_PROCESS`` and who 0 only), ``sched_setscheduler``,
+``sched_setparam``, ``sched_setattr``, ``sched_setaffinity``, ``ioprio_set``
+(``IOPRIO_WHO_PROCESS`` and who 0 only), ``migrate_pages``, ``move_pages``. A
+candidate shares its uid with init and the supervisor, which outlive it: without
+this it could lower their limits, nice them to 19 or make them ``SCHED_IDLE``,
+and every later candidate on that worker would pay (a starved supervisor's
+clock turns answers into timeouts).
+
 System calls of any other architecture (the 32-bit and x32 ABIs on x86_64)
 kill the process: a filter for one ABI says nothing about the others.
 """
@@ -34,7 +44,7 @@ from collections.abc import Iterator
 
 from sandbox.errors import IsolationUnavailable
 
-__all__ = ["DENIED", "compile_filter"]
+__all__ = ["DENIED", "SELF_ONLY", "compile_filter"]
 
 DENIED: tuple[str, ...] = (
     "ptrace",
@@ -89,6 +99,19 @@ DENIED: tuple[str, ...] = (
     "personality",
 )
 """System calls refused with ``EPERM`` (names unknown to this libseccomp are skipped)."""
+
+SELF_ONLY: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("prlimit64", (0,)),
+    ("setpriority", (0, 1)),  # which (PRIO_PROCESS is 0), who
+    ("sched_setscheduler", (0,)),
+    ("sched_setparam", (0,)),
+    ("sched_setattr", (0,)),
+    ("sched_setaffinity", (0,)),
+    ("ioprio_set", (1,)),  # who; which is checked below (IOPRIO_WHO_PROCESS is 1)
+    ("migrate_pages", (0,)),
+    ("move_pages", (0,)),
+)
+"""Calls refused with ``EPERM`` when any listed argument is not 0 (not the caller)."""
 
 _HINT = (
     "the sandbox needs libseccomp (Debian/Ubuntu: `apt-get install -y libseccomp2`) and the "
@@ -151,6 +174,14 @@ def compile_filter() -> bytes:
                 filt.add_rule(sc.ERRNO(errno.EPERM), name)
             except (ValueError, OSError):
                 continue  # a call this architecture or libseccomp does not have
+        for name, args in SELF_ONLY:
+            try:
+                for index in args:
+                    filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(index, sc.NE, 0))
+                if name == "ioprio_set":
+                    filt.add_rule(sc.ERRNO(errno.EPERM), name, sc.Arg(0, sc.NE, 1))
+            except (ValueError, OSError):
+                continue
         with tempfile.TemporaryFile() as fh:
             filt.export_bpf(fh)
             fh.seek(0)

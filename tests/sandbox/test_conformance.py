@@ -1334,3 +1334,21 @@ def test_stopping_the_job_process_does_not_stop_the_clock(shared_sandbox: Any) -
     )
     assert elapsed <= LIMITS.candidate_timeout_s + WORKER_GRACE_S, f"took {elapsed:.1f} s"
     assert_still_grades(shared_sandbox)
+
+
+@known_failure("none", "no seccomp filter: the none backend shares the host's processes")
+def test_a_candidate_cannot_renice_or_limit_the_harness(shared_sandbox: Any) -> None:
+    # init and the supervisor outlive the candidate and share its uid: a lowered
+    # limit, a nice of 19 or SCHED_IDLE would starve every later candidate's clock.
+    res, _ = run_bounded(shared_sandbox, attack("renice_supervisor"), [make_case("f", expect=None)])
+    assert res.infra_error is None, res.infra_error
+    obs = res.observations[0]
+    assert obs.status == "returned", obs
+    got = obs.value
+    assert isinstance(got, dict), got
+    others = {k: v for k, v in got.items() if not k.startswith(("self ", "supervisor nice"))}
+    assert others and all(v == "EPERM" for v in others.values()), json.dumps(dict(got))
+    assert all(got[k] == "ok" for k in got if k.startswith("self ")), json.dumps(dict(got))
+    before, after = got["supervisor nice, policy"]
+    assert before == after, (before, after)
+    assert_still_grades(shared_sandbox)
