@@ -1236,19 +1236,26 @@ def test_seccomp_filter_refuses_calls_into_other_processes(shared_sandbox: Any) 
     assert not allowed, f"not refused with EPERM: {allowed}"
 
 
-def test_no_candidate_sees_an_earlier_candidates_code_or_arguments(fresh_sandbox: Any) -> None:
-    sb = fresh_sandbox()
+def _plant_then_scan(sb: Any, scan_fn: str) -> RunResult:
+    """One candidate plants a marker (code and argument); the next runs ``scan_fn`` for it.
+
+    What is tested is what the scan finds, not its speed (every mapping of a
+    process: over the 1 s case limit on a busy machine): its limit only bounds a hang.
+    """
     marker = proc_marker()
     code = attack("heap_residue")
     planted_code = code.replace("@@MARKER@@", "PLANTED-" + marker)
-    # What is tested is what the scan finds, not its speed (every mapping of the
-    # process: over the 1 s case limit on a busy machine): its limit only bounds a hang.
     plant = make_case("plant", "PLANTED-" + marker, timeout_s=ROOMY_CASE_S)
     res1, _ = run_bounded(sb, planted_code, [plant], fn="plant", limits=ROOMY)
     assert res1.observations[0].value == "planted", res1
-    scan = make_case("scan", marker, timeout_s=ROOMY_CASE_S)
-    res2, _ = run_bounded(sb, code, [scan], fn="scan", limits=ROOMY)
+    scan = make_case(scan_fn, marker, timeout_s=ROOMY_CASE_S)
+    res2, _ = run_bounded(sb, code, [scan], fn=scan_fn, limits=ROOMY)
     assert res2.observations[0].status == "returned", res2
+    return res2
+
+
+def test_no_candidate_sees_an_earlier_candidates_code_or_arguments(fresh_sandbox: Any) -> None:
+    res2 = _plant_then_scan(fresh_sandbox(), "scan")
     assert res2.observations[0].value == [], (
         f"an earlier candidate's code or argument is in the next one's memory: "
         f"{res2.observations[0].value}"
@@ -1259,16 +1266,7 @@ def test_no_candidate_sees_an_earlier_candidates_code_or_arguments(fresh_sandbox
 def test_no_candidate_reads_an_earlier_job_from_the_supervisor(fresh_sandbox: Any) -> None:
     # The supervisor is reused across candidates and holds every job it served: the
     # next candidate on the worker tries its memory, descriptors and mappings.
-    sb = fresh_sandbox()
-    marker = proc_marker()
-    code = attack("heap_residue")
-    planted_code = code.replace("@@MARKER@@", "PLANTED-" + marker)
-    plant = make_case("plant", "PLANTED-" + marker, timeout_s=ROOMY_CASE_S)
-    res1, _ = run_bounded(sb, planted_code, [plant], fn="plant", limits=ROOMY)
-    assert res1.observations[0].value == "planted", res1
-    scan = make_case("scan_others", marker, timeout_s=ROOMY_CASE_S)
-    res2, _ = run_bounded(sb, code, [scan], fn="scan_others", limits=ROOMY)
-    assert res2.observations[0].status == "returned", res2
+    res2 = _plant_then_scan(fresh_sandbox(), "scan_others")
     assert res2.observations[0].value == [], (
         f"an earlier candidate's job is readable from the harness's processes: "
         f"{res2.observations[0].value}"
