@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,39 @@ Params = tuple[SqlValue, ...]
 """A statement's parameters."""
 
 
+_FILE_MODE = 0o600
+
+
+def _owner_only(path: Path) -> None:
+    """Create ``path`` (and narrow it and its journal files when they exist) to ``0600``.
+
+    The database holds tasks' hidden cases and expected values, token digests and
+    every grade: under the usual umask SQLite would create it ``0644``. SQLite gives
+    the ``-wal`` and ``-shm`` files it creates the database file's mode, so the file
+    is made first; journal files left by an older version are narrowed too.
+    """
+    _narrow(path, os.O_CREAT)
+    for suffix in ("-wal", "-shm", "-journal"):
+        with suppress(FileNotFoundError):
+            _narrow(Path(f"{path}{suffix}"), 0)
+
+
+def _narrow(path: Path, create: int) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | create, _FILE_MODE)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, _FILE_MODE)
+    finally:
+        os.close(fd)
+
+
 class Database:
     """Two connections to one SQLite file, each behind its own lock (see :mod:`.sqlite`)."""
 
     def __init__(self, path: Path) -> None:
         """Open (creating when missing) the database at ``path`` in WAL mode."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        _owner_only(path)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         with self._lock:
