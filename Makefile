@@ -84,15 +84,19 @@ llama-server:
 	  echo "no $(LLAMA_WHEEL): the llama-cpp-python end-to-end test will skip"; \
 	fi
 
+# Three workers on two cores: the suite waits on servers, sandboxes and timeouts for more than
+# half its time (CPU about 40% of two cores at -n 2), so a third worker fills that wait.
 unit: $(DEV) llama-server
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile
 
 # The docs site, strict: a broken link, a missing anchor or any warning fails the build
 # (tests/docs/test_site.py also fails on the OpenAPI renderer's warnings). Into build/site/.
 docs: $(DEV)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-test: lint typecheck docs unit
+# mypy's cold run (about a minute on a fresh clone) goes beside the tests, not before them.
+test: lint docs
+	@$(MAKE) --no-print-directory -j2 typecheck unit
 
 bench: $(DEV)
 	$(BIN)/python bench/throughput.py --setup-peers
