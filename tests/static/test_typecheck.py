@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from static import typecheck as typecheck_module
 from static.batch import StaticConfig
 from static.findings import Finding, ToolError
-from static.typecheck import Worker, check, find_tool, prepare
+from static.typecheck import PRESCREEN_ABOVE, Worker, check, find_tool, prepare
 
 CORPUS = Path(__file__).parent / "corpus"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
@@ -218,22 +219,59 @@ def test_candidates_do_not_see_each_other(tmp_path: Path, config: StaticConfig) 
     assert check([two], config)[two] == both[two]
 
 
-def test_a_syntax_error_does_not_stop_the_others(tmp_path: Path, config: StaticConfig) -> None:
+@pytest.mark.parametrize("fine", [0, PRESCREEN_ABOVE], ids=["whole", "prescreened"])
+def test_a_syntax_error_does_not_stop_the_others(
+    tmp_path: Path, config: StaticConfig, fine: int
+) -> None:
     bad_type = "def f() -> int:\n    return 'x'\n"
     files = [
         write(tmp_path, "c-a", bad_type, "f", None),
         write(tmp_path, "c-b", "def f(:\n    pass\n", "f", None),
         write(tmp_path, "c-c", "for x in []:\n    pass\nelse:\n    break\n", "f", None),
+        write(tmp_path, "c-e", "x = (\n", "f", None),
         write(tmp_path, "c-d", bad_type, "f", None),
     ]
-    result = check(files, config)
+    others = [
+        write(tmp_path, f"c-f{i}", "def f() -> int:\n    return 1\n", "f", None)
+        for i in range(fine)
+    ]
+    result = check(files + others, config)
     assert [sorted({f.rule for f in result[path]}) for path in files] == [
         ["return-value"],
         ["syntax"],
         ["misc"],
+        ["syntax"],
         ["return-value"],
     ]
     assert {(f.line, f.severity) for f in result[files[1]]} == {(1, "high")}
+    assert all(result[path] == [] for path in others)
+    assert {p: check([p], config)[p] for p in files} == {p: result[p] for p in files}
+
+
+def test_only_a_large_batch_pays_for_the_prescreen(
+    tmp_path: Path, config: StaticConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prescreen is a child process: a small batch never starts it when every
+    file compiles, and compiles only the files mypy could not parse when one does not."""
+    screened: list[list[str]] = []
+    real = typecheck_module.uncompilable
+
+    def spy(files: list[Path], **kwargs: object) -> set[Path]:
+        if files:  # with no file it starts nothing
+            screened.append(sorted(p.name for p in files))
+        return real(files, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(typecheck_module, "uncompilable", spy)
+    code = "def f() -> int:\n    return 1\n"
+    small = [write(tmp_path, f"c-s{i}", code, "f", None) for i in range(PRESCREEN_ABOVE)]
+    check(small, config)
+    assert screened == []
+    broken = write(tmp_path, "c-broken", "def f(:\n", "f", None)
+    assert {f.rule for f in check([*small[:3], broken], config)[broken]} == {"syntax"}
+    assert screened == [["c-broken.py"]]
+    screened.clear()
+    check([*small, broken], config)  # one more than the threshold: screened first, whole
+    assert screened == [sorted(p.name for p in [*small, broken])]
 
 
 def test_garbage_output_is_a_tool_error(tmp_path: Path) -> None:
