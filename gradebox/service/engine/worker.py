@@ -72,6 +72,10 @@ class RunWorker:
         self._wake = threading.Event()
         self._blocked = False
         """Whether the last fill stopped for want of a place (work may be left)."""
+        self._news = 0
+        """Events that may have made work (a run submitted, a sample done), counted."""
+        self._drained_at = -1
+        """``_news`` when a look found no sample to start (``-1``: none did yet)."""
         self._thread = threading.Thread(target=self._loop, name="gradebox-runs", daemon=True)
         self._inflight: dict[Future[None], str] = {}
         self._running = 0  # samples submitted and not done (read by the lanes from any thread)
@@ -93,6 +97,7 @@ class RunWorker:
     def _finished(self, _future: Future[None]) -> None:
         with self._running_lock:
             self._running -= 1
+            self._news += 1  # a result that could not be stored is graded again
         self._wake.set()  # settle it (its run may be done)
         self._lanes.freed()  # a gate waiting for a place
 
@@ -102,6 +107,8 @@ class RunWorker:
 
     def wake(self) -> None:
         """A run was submitted or the sandbox became ready."""
+        with self._running_lock:
+            self._news += 1  # before the event: the loop's next turn sees it
         self._wake.set()
 
     def place_freed(self) -> None:
@@ -109,7 +116,9 @@ class RunWorker:
 
         A synchronous grade frees a place every few milliseconds under load; with no
         run queued, waking for each costs two queries for nothing. ``_blocked`` is set
-        before the fill reads the lanes, so a place freed after that read wakes it.
+        before the fill reads the lanes, so a place freed after that read wakes it;
+        it stays unset while the last look found no sample and nothing happened since
+        that could have made one (a submitted run, a finished batch sample).
         """
         if self._blocked:
             self._wake.set()
@@ -141,12 +150,17 @@ class RunWorker:
 
     def _fill(self, pool: ThreadPoolExecutor, grading: GradingService) -> None:
         while not self._stop.is_set():
-            self._blocked = True
+            with self._running_lock:
+                news = self._news
+            # Nothing to start since the last look found none: a freed place is no news
+            # (synchronous grades filling the sandbox free one every few milliseconds).
+            self._blocked = news != self._drained_at
             if not self._lanes.batch_may_start(len(self._inflight)):
                 return
             item = self._next()
             if item is None:
                 self._blocked = False
+                self._drained_at = news
                 return
             owner, run_id, idx, obj = item
             with self._running_lock:
