@@ -8,7 +8,8 @@ the body is read and checked).
 
 Parsing and checking (:func:`parse_json`, :func:`parse_samples_body`, then the
 schemas) are CPU work: request handlers run them in a worker thread
-(:func:`off_loop`) under a :class:`Budget` that is checked between samples and
+(:func:`off_loop`; a grade body in the thread that then grades it, see
+:mod:`..engine.sync`) under a :class:`Budget` that is checked between samples and
 every few hundred JSON objects (413 past it). A run body is parsed one sample
 at a time and refused as soon as it holds one sample more than the cap, so a
 huge body costs the cap, not its size.
@@ -126,12 +127,17 @@ def _finite(text: str) -> float:
     return value
 
 
-def _strict(decode: Callable[[], _T]) -> _T:
-    """Run one decode, mapping every way it can fail to a 422 with a position."""
+def _strict(decode: Callable[[], _T], *, escapes: bool = True) -> _T:
+    """Run one decode, mapping every way it can fail to a 422 with a position.
+
+    ``escapes``: the text may hold a ``u`` escape (without one, text decoded from
+    strict UTF-8 cannot hold a lone surrogate, and the check is skipped).
+    """
     try:
         value = decode()
-        # "\ud800" parses to a lone surrogate, which cannot be stored or sent on as UTF-8.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        if escapes:
+            # "\ud800" parses to a lone surrogate, which cannot be stored or sent on as UTF-8.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
         return value
     except UnicodeEncodeError:
         problem = Problem("", "invalid JSON: a string escapes a lone surrogate (not Unicode)")
@@ -163,7 +169,7 @@ def parse_json(raw: bytes, budget: Budget | None = None) -> Any:
     """
     text = _utf8(raw)
     decoder = _decoder(budget)
-    return _strict(lambda: decoder.decode(text))
+    return _strict(lambda: decoder.decode(text), escapes="\\u" in text)
 
 
 def parse_samples_body(raw: bytes, *, max_items: int, budget: Budget) -> list[Any]:

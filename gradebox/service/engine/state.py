@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from gradebox.pipeline.judge import JudgeStage
     from gradebox.service.engine.judging import JudgeService
 
-__all__ = ["ServiceState"]
+__all__ = ["PARSERS", "ServiceState"]
+
+PARSERS = 8
+"""Bodies parsed and checked at once: in the grading pool (grade bodies), and in AnyIO's
+worker threads (every other body, and big results read off the event loop)."""
 
 _log = logging.getLogger("gradebox.service")
 
@@ -67,8 +71,12 @@ class ServiceState:
         self.rate = RateLimiter(config.rate_per_minute, config.rate_burst)
         """Samples graded per token and task."""
         self.pool = ThreadPoolExecutor(
-            config.max_inflight_grades, thread_name_prefix="gradebox-sync"
+            config.max_inflight_grades + PARSERS, thread_name_prefix="gradebox-sync"
         )
+        """Synchronous grades: each body checked, then graded, in one thread (at most
+        ``max_inflight_grades`` grading, each holding a slot, and ``PARSERS`` checking)."""
+        self.grade_checks = threading.BoundedSemaphore(PARSERS)
+        """Grade bodies being parsed and checked in :attr:`pool`."""
         self._parsers: anyio.CapacityLimiter | None = None
         self._front = FrontPool(config.front_workers)
         self.lanes = Lanes(config.workers, config.sync_reserved_workers)
@@ -80,7 +88,7 @@ class ServiceState:
     def parsers(self) -> anyio.CapacityLimiter:
         """Threads for parsing and checking bodies and reading big results off the event loop."""
         if self._parsers is None:  # bound to the running event loop, so made on first use
-            self._parsers = anyio.CapacityLimiter(8)
+            self._parsers = anyio.CapacityLimiter(PARSERS)
         return self._parsers
 
     @property

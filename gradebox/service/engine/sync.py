@@ -1,11 +1,19 @@
-"""Synchronous grades: one sample graded in the server's pool, its row stored, a judgement later."""
+"""Synchronous grades: one body checked and graded in the server's pool, its row stored.
+
+One thread does both (one hop off the event loop, not two): it parses and checks
+the body (the API's ``admit``, which takes the token's rate and a grade slot, or
+raises the 413, 422 or 429 the client gets), grades the sample, stores its row,
+and starts a deferred judgement. The deadline counts from the admission
+(:class:`Admission`): checking has its own budget.
+"""
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 from gradebox.model import Sample
@@ -15,26 +23,49 @@ from gradebox.service.engine.state import ServiceState
 from gradebox.service.engine.validate import sample_from_json
 from gradebox.service.rows import StoredGrade
 
-__all__ = ["submit_grade"]
+__all__ = ["Admission", "Admit", "submit_grade"]
+
+Admit = Callable[[], tuple[Mapping[str, object], Layers]]
+"""Parse and check a grade body, take its token's rate and a grade slot: the sample and
+its layers (raises the API's error otherwise)."""
+
+
+@dataclass(slots=True)
+class Admission:
+    """When the grading thread admitted the grade (body checked, slot taken)."""
+
+    at: float | None = None
+    """``time.monotonic()`` then; ``None`` while the body is being checked."""
 
 
 def submit_grade(
+    state: ServiceState, grading: GradingService, grade_id: str, owner: str, admit: Admit
+) -> tuple[Future[StoredGrade], Admission]:
+    """Check (``admit``) and grade one body in the server's pool; the future is its grade.
+
+    The grade slot ``admit`` takes for ``owner`` is given back when the grade ends.
+    """
+    admission = Admission()
+    job = partial(_admit_and_grade, state, grading, grade_id, owner, admit, admission)
+    context = contextvars.copy_context()  # the request id follows into the thread
+    return state.pool.submit(context.run, job), admission
+
+
+def _admit_and_grade(
     state: ServiceState,
     grading: GradingService,
     grade_id: str,
     owner: str,
-    sample: Mapping[str, object],
-    layers: Layers,
-) -> Future[StoredGrade]:
-    """Grade ``sample`` in the server's pool; the future is its stored grade.
-
-    The caller holds a grade slot of ``owner``'s; it is given back when the grade ends.
-    """
-    job = partial(_grade_and_store, state, grading, grade_id, owner)
-    context = contextvars.copy_context()  # the request id follows into the thread
-    future = state.pool.submit(context.run, job, sample_from_json(sample), layers)
-    future.add_done_callback(lambda _f: state.slots.release(owner))
-    return future
+    admit: Admit,
+    admission: Admission,
+) -> StoredGrade:
+    with state.grade_checks:
+        sample, layers = admit()
+    admission.at = time.monotonic()
+    try:
+        return _grade_and_store(state, grading, grade_id, owner, sample_from_json(sample), layers)
+    finally:
+        state.slots.release(owner)
 
 
 def _grade_and_store(
