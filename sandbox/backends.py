@@ -42,6 +42,8 @@ __all__ = [
     "find_python",
     "get_backend",
     "locate_python",
+    "supported_version",
+    "system_python",
 ]
 
 HARNESS_DIR = Path(__file__).resolve().parent / "child"
@@ -126,7 +128,7 @@ class BwrapBackend(Backend):
 
     def use(self, python: Interpreter) -> None:
         """Remember the interpreter's prefix (else the first launch asks it)."""
-        self._prefixes.setdefault(python.path, python.prefix)
+        self._prefixes[python.path] = python.prefix
 
     def check_tools(self) -> None:
         """Raise when bwrap is not installed or the seccomp filter cannot be built."""
@@ -231,7 +233,7 @@ class BwrapBackend(Backend):
         if self._filter is None:
             self._filter = compile_filter()
         argv += ["--seccomp", SECCOMP_FD, "--chdir", "/scratch"]
-        argv += [python, "-I", "-S", "-B", "/gradebox/harness.py", "--pidns"]
+        argv += [python, "-I", "-S", "-B", *_harness("/gradebox"), "--pidns"]
         return Launch(
             argv=argv,
             env=dict(_SANDBOX_ENV),
@@ -250,8 +252,19 @@ class NoneBackend(Backend):
         """Start the zygote as a plain child in a fresh host temp dir."""
         scratch = tempfile.mkdtemp(prefix="gradebox-none-")
         env = dict(_SANDBOX_ENV, HOME=scratch)
-        argv = [python, "-I", "-S", "-B", str(HARNESS_DIR / "harness.py")]
+        argv = [python, "-I", "-S", "-B", *_harness(str(HARNESS_DIR))]
         return Launch(argv=argv, env=env, cwd=scratch, cleanup=[scratch])
+
+
+def _harness(folder: str) -> list[str]:
+    """The interpreter's arguments that run the harness in ``folder``.
+
+    Imported, not run as a script: a script is compiled at every start (~9 ms of
+    each worker's), a module loads its bytecode when there is any. The script's
+    path stays on the command line, where the self-check finds it on PID 1.
+    """
+    boot = f"import sys; sys.path.insert(0, {folder!r}); import harness; harness.main()"
+    return ["-c", boot, f"{folder}/harness.py"]
 
 
 BACKENDS: dict[str, type[Backend]] = {"bwrap": BwrapBackend, "none": NoneBackend}
@@ -323,6 +336,32 @@ def locate_python(explicit: str | None = None) -> Interpreter:
         + (f" at {explicit}" if explicit else " (looked for /usr/bin/python3)")
         + "; install one (`apt-get install -y python3`) or pass --sandbox-python PATH"
     )
+
+
+def system_python(explicit: str | None = None) -> Interpreter | None:
+    """The interpreter that runs candidates when it can be taken without running it.
+
+    That is ``explicit`` (default ``/usr/bin/python3``) when its real path lies
+    under ``/usr``, which every sandbox mounts: its prefix is assumed to be
+    ``/usr`` (nothing more to mount). Nothing is started, so the caller must
+    check what a worker reports (:func:`supported_version`) and fall back to
+    :func:`locate_python` when no worker starts on it or its version will not do.
+    ``None`` when the interpreter must be probed.
+    """
+    cand = explicit or "/usr/bin/python3"
+    real = os.path.realpath(cand)
+    if not real.startswith("/usr/") or not os.path.isfile(real) or not os.access(real, os.X_OK):
+        return None
+    return Interpreter(real, "/usr")
+
+
+def supported_version(version: str | None) -> bool:
+    """Whether a ``sys.version`` string (as a worker reports it) is 3.11 or newer."""
+    parts = (version or "").split(" ", 1)[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (3, 11)
+    except (ValueError, IndexError):
+        return False
 
 
 def find_python(explicit: str | None = None) -> str:

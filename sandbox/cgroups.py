@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +72,7 @@ class TreeCap:
         the same pid would otherwise collide with it (seen after killed test runs).
         """
         for _ in range(8):
-            name = f"gradebox-{os.getpid()}-{next(_COUNTER)}-{secrets.token_hex(4)}"
+            name = f"gradebox-{os.getpid()}-{next(_COUNTER)}-{os.urandom(4).hex()}"
             dirs = [self.memory_parent / name]
             if self.pids_parent != self.memory_parent:
                 dirs.append(self.pids_parent / name)

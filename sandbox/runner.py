@@ -29,7 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from sandbox.backends import Backend, get_backend, locate_python
+from sandbox.backends import (
+    Backend,
+    Interpreter,
+    get_backend,
+    locate_python,
+    supported_version,
+    system_python,
+)
 from sandbox.cgroups import TreeCap, find_tree_cap
 from sandbox.child.wire import WireError, from_wire
 from sandbox.errors import IsolationUnavailable, WorkerError
@@ -397,20 +404,52 @@ def open_sandbox(
     """
     backend = get_backend(isolation)
     lim = limits or Limits()
-    # Building the seccomp filter (libseccomp's loader runs ldconfig) and probing the
-    # interpreter each wait on a process of their own: overlap the two.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-probe") as probe:
-        located = probe.submit(locate_python, python)
-        backend.check_tools()
-        tree_cap = find_tree_cap() if backend.isolated and lim.tree_limits else None
-        interp = located.result()
+    # The system's interpreter is taken without starting it (a process of its own,
+    # ~20 ms of a run's start): its first worker says its version. Only when that
+    # will not do, or no worker starts on it, is the interpreter probed as before.
+    assumed = system_python(python)
+    backend.check_tools()
+    tree_cap = find_tree_cap() if backend.isolated and lim.tree_limits else None
+    if assumed is not None:
+        try:
+            return _start(backend, assumed, lim, workers, tree_cap, boot, self_check, probed=False)
+        except _NotThisPython:
+            pass
+    interp = locate_python(python)
+    return _start(backend, interp, lim, workers, tree_cap, boot, self_check, probed=True)
+
+
+class _NotThisPython(Exception):
+    """An interpreter taken without a probe does not do: probe and start again."""
+
+
+def _start(
+    backend: Backend,
+    interp: Interpreter,
+    lim: Limits,
+    workers: int,
+    tree_cap: TreeCap | None,
+    boot: int | None,
+    self_check: bool,
+    *,
+    probed: bool,
+) -> Sandbox:
+    """Start a sandbox on ``interp``; see :func:`open_sandbox`.
+
+    Raises:
+        _NotThisPython: ``interp`` was not ``probed`` and no worker started on it,
+            or it said it is older than 3.11 (before any self-check or candidate).
+    """
     backend.use(interp)
     sb = Sandbox(backend, interp.path, lim, workers, tree_cap)
     try:
         slots, done = sb._boot(None if boot is None else max(1, boot))
         # The first worker up takes the self-check while the others still start: they are
         # all launched alike, and no candidate runs on any of them before it has passed.
-        if not any(done.get() for _ in range(slots)):
+        started = any(done.get() for _ in range(slots))
+        if not probed and not (started and supported_version(sb.python_version)):
+            raise _NotThisPython
+        if not started:
             backend.check_available(interp.path)  # says why workers cannot start
             raise IsolationUnavailable(f"isolation {backend.name!r}: no sandbox worker could start")
         if self_check:

@@ -37,6 +37,10 @@ LATER_LAYERS = (
     "gradebox.cluster",
     "hypothesis",
     "tqdm",
+    "gradebox.judging",  # the judge's figures: a run without a judge has none to compute
+    "gradebox.runs.fingerprint",  # only a --run-dir run fingerprints its samples
+    "gradebox.runs.rundir",
+    "secrets",  # cgroup names take os.urandom (secrets loaded hmac)
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from gradebox.cli import collector_paused
 from gradebox.cli.errors import exit_codes
 from gradebox.cli.options import (
     isolation_option,
@@ -221,7 +222,7 @@ def run(config: RunConfig, *, environ: Mapping[str, str] | None = None) -> int:
         # imported, the inputs are read and the later stages set up; bad input still
         # stops the run before any grading. The others start once the samples are
         # counted: a run of one candidate boots one worker.
-        with ThreadPoolExecutor(max_workers=1) as starter:
+        with collector_paused(), ThreadPoolExecutor(max_workers=1) as starter:
             pending = starter.submit(_open_sandbox, config)
             try:
                 from gradebox.cli import grade_run  # noqa: PLC0415 - while the workers start

@@ -26,7 +26,6 @@ from gradebox.pipeline.core import Stage
 from gradebox.pipeline.extract import extract
 from gradebox.pipeline.tests import GradeConfig, Grader, grade_all
 from gradebox.runs.config import RunConfig, sandbox_python_version, static_tool_versions
-from gradebox.runs.fingerprint import Fingerprints, UsedJudge, fingerprints
 from gradebox.runs.inputs import RunInputs, load_inputs
 from gradebox.runs.output import LazySources, Reports, RunOutput
 from gradebox.runs.summary import format_summary, summarize
@@ -34,6 +33,7 @@ from sandbox.runner import Sandbox
 
 if TYPE_CHECKING:
     from gradebox.pipeline.judge import JudgeStage, SkippedJudge
+    from gradebox.runs.fingerprint import Fingerprints, UsedJudge
 
 __all__ = ["Stages", "grade", "prepare", "warnings"]
 
@@ -266,6 +266,9 @@ class _Used:
 
 
 def _used(config: RunConfig, inputs: RunInputs, sandbox: Sandbox, stages: Stages) -> _Used:
+    # Loaded here: only a run with --run-dir fingerprints its samples.
+    from gradebox.runs.fingerprint import UsedJudge, fingerprints  # noqa: PLC0415
+
     files: dict[str, Path | None] = {
         "reference": config.reference,
         "properties": config.properties,

@@ -26,15 +26,17 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gradebox.grade import Grade
 from gradebox.model import Sample
 from gradebox.runs.config import RunConfig
-from gradebox.runs.fingerprint import Fingerprints, changed_parts, combine, describe
 from gradebox.runs.inputs import SampleFile, sample_ids
 from gradebox.runs.private import private_text
-from gradebox.runs.rundir import HASH_FIELD, RunDir, atomic_writer
+
+if TYPE_CHECKING:  # loaded on use: a run without --run-dir or reports needs neither
+    from gradebox.runs.fingerprint import Fingerprints
+    from gradebox.runs.rundir import RunDir
 
 __all__ = ["LazySources", "Plan", "Reports", "RunOutput"]
 
@@ -142,7 +144,11 @@ class RunOutput:
             prints: Every sample's fingerprint (needed with a run directory).
         """
         self.config = config
-        self.run = RunDir(config.run_dir) if config.run_dir is not None else None
+        self.run: RunDir | None = None
+        if config.run_dir is not None:
+            from gradebox.runs.rundir import RunDir  # noqa: PLC0415 - see the imports
+
+            self.run = RunDir(config.run_dir)
         self.prints: Mapping[str, Mapping[str, str]] = prints or {}
         self.hashes = _InputHashes(self.prints)
         self.plan = Plan(todo=[], kept={})
@@ -168,6 +174,8 @@ class RunOutput:
         if self.run is None:
             self.plan = Plan(todo=samples, kept={})
             return self.plan
+        from gradebox.runs.fingerprint import changed_parts, describe  # noqa: PLC0415
+
         old_prints = self.run.read_fingerprints()
         kept, previous = self.run.resume_with_previous(self.hashes)
         self.run.write_fingerprints(self.prints)
@@ -199,11 +207,12 @@ class RunOutput:
         appended to the run directory. Rows out carry no ``input_sha256``.
         """
         fresh = iter(new_rows)
+        hash_field = _hash_field() if self.plan.kept else ""
         with self._sinks() as (out, spool, run):
             for sid in sample_ids(samples):
                 kept = self.plan.kept.get(sid)
                 if kept is not None:
-                    row = {k: v for k, v in kept.items() if k != HASH_FIELD}
+                    row = {k: v for k, v in kept.items() if k != hash_field}
                 else:
                     row = next(fresh)
                     if run is not None:
@@ -259,6 +268,7 @@ class RunOutput:
         from gradebox.reports.html import write_html  # noqa: PLC0415
         from gradebox.reports.junit import write_junit  # noqa: PLC0415
         from gradebox.reports.sarif import write_sarif  # noqa: PLC0415
+        from gradebox.runs.rundir import atomic_writer  # noqa: PLC0415
 
         c, run = self.config, self.run
         for path in (c.sarif, run.sarif if run else None):
@@ -305,6 +315,8 @@ class _InputHashes(Mapping[str, str]):
         self._prints = prints
 
     def __getitem__(self, sample_id: str) -> str:
+        from gradebox.runs.fingerprint import combine  # noqa: PLC0415 - run dirs only
+
         return combine(self._prints[sample_id])
 
     def __iter__(self) -> Iterator[str]:
@@ -312,3 +324,10 @@ class _InputHashes(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._prints)
+
+
+def _hash_field() -> str:
+    """The run directory's per-row input hash field (kept rows carry it; rows out do not)."""
+    from gradebox.runs.rundir import HASH_FIELD  # noqa: PLC0415 - run dirs only
+
+    return HASH_FIELD

@@ -58,6 +58,8 @@ import socket
 import struct
 import sys
 import time
+
+# Loaded here once for every child: most candidates import typing (``List``...).
 from typing import TYPE_CHECKING, Any
 
 # -I leaves the script's own folder off sys.path; wire.py and region.py live beside us.
@@ -369,8 +371,12 @@ class Job:
         jobfd = _sealed_memfd("job", data.encode("ascii"))
         self.seq += 1
         self.ended = False
+        # T: init loads unittest (once) before this fork, so test programs find it
+        # loaded in every child instead of each child importing it for itself.
+        kinds = {c.get("kind") for c in run.job["cases"]}
+        ask = b"T%d" if "program" in kinds else b"F%d"
         try:
-            socket.send_fds(self.ctl, [b"F%d" % self.seq], [jobfd, region.fd])
+            socket.send_fds(self.ctl, [ask % self.seq], [jobfd, region.fd])
         finally:
             os.close(jobfd)
         forked = b"P%d:" % self.seq
@@ -743,6 +749,7 @@ class Init:
         self.supervisor = 0
         self.child = 0  # the running child's pid, and its sequence number below
         self.child_seq = 0
+        self.tests_loaded = False  # unittest, loaded on the first job with test programs
 
     def loop(self) -> None:
         """Serve until stdin closes or the sandbox cannot be made clean."""
@@ -790,7 +797,11 @@ class Init:
             msg, fds = b"", []
         if not msg:
             return self._wait_supervisor()
-        if msg[:1] == b"F" and msg[1:].isdigit() and len(fds) == 2:
+        if msg[:1] in (b"F", b"T") and msg[1:].isdigit() and len(fds) == 2:
+            if msg[:1] == b"T" and not self.tests_loaded:
+                programs.load_unittest()  # never before: most workers never need it
+                genuine.record_loaded()  # its exception classes are genuine too
+                self.tests_loaded = True
             self._fork_child(ctl, int(msg[1:]), fds[0], fds[1])
             return None
         for fd in fds:

@@ -33,12 +33,10 @@ import math
 import operator
 import os
 import sys
-import unittest
-import unittest.case
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TAMPERED", "Programs", "Watch", "run_stdio"]
+__all__ = ["TAMPERED", "Programs", "Watch", "load_unittest", "run_stdio"]
 
 #: A passing test whose run tripped a forgery check reports ``TAMPERED + reason``.
 TAMPERED = "tampered:"
@@ -144,8 +142,24 @@ def run_stdio(
     return {"status": "returned", "value": data.decode("utf-8", "replace")}
 
 
-def _module_state() -> dict[str, dict[str, int]]:
-    """Ids of the attributes of the namespaces a test relies on."""
+def load_unittest() -> Any:
+    """``unittest``, imported on first use: only test programs need it.
+
+    A worker that never runs a test program never pays for it (~35 ms of its
+    start). Init calls this before it forks the child of a job with test programs
+    (the supervisor asks it to), and :class:`Programs` again in the child, before
+    the candidate's code runs; the module is kept from then on, so what the test
+    and the watch use is the standard library's, loaded before any candidate code
+    could stand in for it.
+    """
+    import unittest
+    import unittest.case
+
+    return unittest
+
+
+def _module_state(unittest: Any) -> dict[str, dict[str, int]]:
+    """Ids of the attributes of the namespaces a test relies on (``unittest`` as loaded first)."""
     spaces: dict[str, Any] = {
         "builtins": vars(builtins),
         "math": vars(math),
@@ -170,7 +184,8 @@ class Watch:
         self.reason = ""
         self._busy = False
         self.sticky = ""
-        self._baseline = _module_state()
+        self.unittest = load_unittest()  # before the candidate's code: the genuine one
+        self._baseline = _module_state(self.unittest)
         self._modules = {name: _id(m) for name, m in list(sys.modules.items())}
         sys.addaudithook(self._hook)
 
@@ -217,7 +232,7 @@ class Watch:
     def verdict(self) -> str:
         """After a passing test: ``""`` when nothing tripped, else why not to trust it."""
         self.reason = self.reason or self.sticky
-        if not self.reason and _module_state() != self._baseline:
+        if not self.reason and _module_state(self.unittest) != self._baseline:
             self.reason = "the candidate changed builtins, math, operator or unittest"
         if not self.reason and not self._modules_genuine():
             self.reason = "the candidate put a stand-in module in sys.modules"
@@ -341,6 +356,11 @@ def _test_view(namespace: dict[str, Any]) -> dict[str, Any]:
 _BUILTIN_NAMES = frozenset(vars(builtins))
 
 
+def _is_test_case(cls: Any, base: type) -> bool:
+    """Whether ``cls`` is a class derived from ``unittest.TestCase`` (``base``)."""
+    return isinstance(cls, type) and issubclass(cls, base)
+
+
 class Programs:
     """The test programs of one job, each loaded on first use.
 
@@ -379,7 +399,7 @@ class Programs:
         return self.watch.verdict()
 
     def _run_method(self, cls: Any, method: str) -> None:
-        if not (isinstance(cls, type) and issubclass(cls, unittest.TestCase)):
+        if not _is_test_case(cls, self.watch.unittest.TestCase):
             raise TypeError(f"{cls!r} is not a unittest.TestCase class")
         if _id(cls) not in self.classes_set_up:
             self.classes_set_up.add(_id(cls))
