@@ -24,13 +24,14 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import sysconfig
 import threading
 import time
 import zlib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from waiting import retry_starved
@@ -236,17 +237,37 @@ def kill_marked(marker: str) -> None:
             os.kill(pid, 9)
 
 
+def _pids() -> set[int]:
+    """The host's process ids now."""
+    return {int(p) for p in os.listdir("/proc") if p.isdigit()}
+
+
 @dataclass
 class ProcWatch:
-    """Samples the host's ``/proc`` while a run is going, for one marker."""
+    """Samples the host's ``/proc`` while a run is going, for one marker.
+
+    A full scan reads every task of every process on the host: on a busy machine,
+    with the attack's own threads spinning beside it, that took longer than an
+    attack holds its threads (0.5 s), so the candidate's process was born and gone
+    between two scans and the watch saw nothing (twice in one loaded run). The
+    candidate's processes are forked after the watch begins, so each round reads
+    every process new since then, newest first, and only one :attr:`SLICES`-th of
+    the older ones (in turn: a new process that took an old pid is still read).
+    """
+
+    SLICES: ClassVar[int] = 8
 
     marker: str
     peak_tasks: int = 0
     peak_rss_mb: float = 0.0
+    rounds: int = 0
+    """Scans done (said when the evidence is missing)."""
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _before: set[int] = field(default_factory=set)
 
     def __enter__(self) -> ProcWatch:
+        self._before = _pids()  # here, not in the thread: before the run can fork
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
         return self
@@ -257,25 +278,33 @@ class ProcWatch:
         self._thread.join(5)
 
     def _loop(self) -> None:
-        needle = self.marker.encode()
+        old = sorted(self._before)
         while not self._stop.is_set():
-            tasks, rss_kb = 0, 0
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    tids = os.listdir(f"/proc/{pid}/task")
-                except OSError:
-                    continue
-                n = sum(needle in _read(f"/proc/{pid}/task/{t}/comm") for t in tids)
-                if n or needle in _read(f"/proc/{pid}/cmdline"):
-                    tasks += max(n, 1)
-                    for ln in _read(f"/proc/{pid}/status").splitlines():
-                        if ln.startswith(b"VmRSS:"):
-                            rss_kb += int(ln.split()[1])
+            now = _pids()
+            part = old[self.rounds % self.SLICES :: self.SLICES]
+            pids = sorted(now - self._before, reverse=True) + [p for p in part if p in now]
+            tasks, rss_kb = self._scan(pids)
+            self.rounds += 1
             self.peak_tasks = max(self.peak_tasks, tasks)
             self.peak_rss_mb = max(self.peak_rss_mb, rss_kb / 1024)
             self._stop.wait(0.02)
+
+    def _scan(self, pids: list[int]) -> tuple[int, int]:
+        """Marked tasks among ``pids`` and the resident KiB of their processes."""
+        needle = self.marker.encode()
+        tasks, rss_kb = 0, 0
+        for pid in pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            n = sum(needle in _read(f"/proc/{pid}/task/{t}/comm") for t in tids)
+            if n or needle in _read(f"/proc/{pid}/cmdline"):
+                tasks += max(n, 1)
+                for ln in _read(f"/proc/{pid}/status").splitlines():
+                    if ln.startswith(b"VmRSS:"):
+                        rss_kb += int(ln.split()[1])
+        return tasks, rss_kb
 
 
 def host_rss_mb() -> float:
@@ -585,6 +614,27 @@ def test_case_clock_cannot_be_rewritten_by_the_candidate(shared_sandbox: Any, mo
         f"{outcomes(cases, res)}: the candidate moved its own clock"
     )
     assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.2f} s"
+
+
+def test_the_watch_sees_a_short_process_on_a_host_slow_to_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ProcWatch itself: a process born after the watch and gone before a full scan of
+    the host ends is still seen (the attack tests' evidence depends on it)."""
+    marker = proc_marker()
+    crowd = len(_pids())
+    slow_s = 3.0 / (2 * crowd)  # a full scan (two reads a process) takes 3 s or more
+    read = _read
+
+    def slow_read(path: str, limit: int = 1 << 16) -> bytes:
+        time.sleep(slow_s)
+        return read(path, limit)
+
+    monkeypatch.setitem(globals(), "_read", slow_read)
+    with ProcWatch(marker) as watch:
+        # Lives 1 s, a third of a full scan; the marker is on its command line.
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(1)", marker], check=True)
+    assert watch.peak_tasks == 1, f"not seen in {watch.rounds} scans of {crowd} processes"
 
 
 def test_spinning_threads_do_not_outlive_the_candidate(shared_sandbox: Any) -> None:
@@ -1035,7 +1085,7 @@ def test_thread_bomb_is_contained(shared_sandbox: Any) -> None:
     assert res.observations[0].status != "returned", "3000 threads started: no limit held"
     assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
     # (address space usually stops it first: each thread reserves a stack and an arena)
-    assert watch.peak_tasks >= 8, "the bomb did not go off: the attack is broken"
+    assert watch.peak_tasks >= 8, f"the bomb did not go off ({watch.rounds} scans): broken attack"
     assert watch.peak_tasks <= LIMITS.max_procs + 8, f"{watch.peak_tasks} threads at once"
     assert not survivors(marker), survivors(marker)
     assert_still_grades(shared_sandbox)
