@@ -235,7 +235,36 @@ def _write(path: Path, value: str, *, optional: bool = False) -> None:
 
 
 def _descendants(root: int) -> list[int]:
-    """Every live descendant of ``root``, from /proc (parents before children)."""
+    """Every live descendant of ``root`` (parents before children).
+
+    Walked down from ``root`` through ``/proc/<pid>/task/<tid>/children``: a few
+    reads for a worker's tree. A scan of every process's ``stat`` costs about 0.1 ms
+    per process on the host, paid at each worker's start (250 ms of it on a host
+    with 2,700 entries in ``/proc``, zombies included). A kernel without those
+    files (``CONFIG_PROC_CHILDREN`` off) gets the scan.
+    """
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+        return _descendants_by_scan(root)
+    out, todo = [], [root]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (none when it is gone)."""
+    kids: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError):
+                kids += map(int, Path(f"/proc/{pid}/task/{tid}/children").read_text().split())
+    return kids
+
+
+def _descendants_by_scan(root: int) -> list[int]:
+    """:func:`_descendants` from every process's parent in ``/proc/*/stat``."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -38,3 +42,46 @@ def test_a_stale_cgroup_of_a_dead_process_with_this_pid_does_not_collide():
     finally:
         for d in made:
             d.rmdir()
+
+
+def _tree() -> subprocess.Popen[bytes]:
+    """A real three-level tree: sh, two children (sleep, sh), and a grandchild (sleep)."""
+    script = "sleep 60 & sh -c 'sleep 60 & wait' & wait"
+    return subprocess.Popen(["sh", "-c", script], start_new_session=True)
+
+
+def test_a_workers_tree_is_walked_down_from_its_root_not_scanned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The descendants a worker's cgroup takes in: the same as a scan of /proc finds,
+    parents before children, read without listing every process on the host."""
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/children (the scan is used)")
+    proc = _tree()
+    try:
+        expected: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(expected) < 3 and time.monotonic() < deadline:  # until all have started
+            expected = cgroups._descendants_by_scan(proc.pid)
+        assert len(expected) == 3, expected
+        listed: list[str] = []
+        listdir = os.listdir
+
+        def spy(path: str) -> list[str]:
+            listed.append(str(path))
+            return listdir(path)
+
+        monkeypatch.setattr(cgroups.os, "listdir", spy)
+        walked = cgroups._descendants(proc.pid)
+        monkeypatch.undo()
+        assert sorted(walked) == sorted(expected)
+        parents = {
+            pid: int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            for pid in walked
+        }
+        for i, pid in enumerate(walked):
+            assert parents[pid] == proc.pid or parents[pid] in walked[:i], (walked, parents)
+        assert "/proc" not in listed, "every process on the host was listed"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
