@@ -141,8 +141,20 @@ async def test_extract_and_gate_have_a_time_budget(kit):
         too_long = HEAVY | {"code": HEAVY["code"] * 2}
         r = await svc.client.post("/v1/grade", json=too_long, headers=svc.grader)
         assert r.status_code == 422 and r.json()["problems"][0]["pointer"] == "/code"
-        r = await svc.client.post("/v1/grade", json=kit.example_samples()[0], headers=svc.grader)
-        assert r.json()["verdict"] == "pass"  # and the server grades on
+        # And the server grades on: its killed worker is replaced. A small sample's extract
+        # and gate fits 0.05 s on a quiet machine but not always on a busy one (the
+        # replacement starting beside it), so it is retried until a deadline: a pool left
+        # without workers answers an infrastructure error every time and fails here.
+        deadline, verdicts = time.monotonic() + 120, []
+        while time.monotonic() < deadline:
+            r = await svc.client.post("/v1/grade", json=kit.example_samples()[0], headers=svc.grader)
+            row = r.json()
+            verdicts.append(row["verdict"])
+            if row["verdict"] == "pass":
+                break
+            assert row["infra_error"] == INFRA_MESSAGE, row
+            await anyio.sleep(0.1)  # a pause between tries, not a bound
+        assert verdicts[-1] == "pass", verdicts
 
 
 def test_gate_from_many_threads_is_right_under_w_error():
