@@ -29,9 +29,10 @@ import sysconfig
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import pytest
 from waiting import retry_starved
@@ -56,8 +57,11 @@ the bound is the alternative it tells apart, not a tight figure: a case killed a
 its 1 s limit and replaced ends the run in ~1.2 s (~1.5 s with two busy processes
 beside the suite); a grader that did not enforce the case limit (or waited for the
 candidate's children or pipes) runs until the 5 s candidate limit kills everything,
-or until the watchdog. A busy machine stretches the 1.2 s, never into the 5 s."""
+or until the watchdog. A busy machine stretches the 1.2 s, now and then past the 5 s
+(a thread bomb's teardown took 7.7 s beside two CPU-bound processes): such a run is
+played again (:func:`ended_in_time`), a grader that waits fails every try."""
 ATTACK_CASE_S = 3 * LIMITS.case_timeout_s
+T = TypeVar("T")
 """The case limit of an attack whose evidence the host must see (threads, a daemon, a
 fork bomb at its cap): room for a candidate starved by a busy machine to set it up. An
 attempt starved even so (no evidence, and its case timed out) is played again
@@ -169,6 +173,24 @@ def assert_still_grades(sb: Any) -> None:
 def starved(res: RunResult, evidence: bool) -> bool:
     """An attempt that proves nothing: the attack's evidence is missing and it timed out."""
     return not evidence and all(o.status == "timeout" for o in res.observations)
+
+
+def ended_in_time(
+    play: Callable[[], tuple[T, float]], bound: float = CASE_LIMIT_ENDED_IT_S, *, tries: int = 3
+) -> T:
+    """Play ``play`` (it asserts what must hold on every try) until its run ends within ``bound``.
+
+    ``play`` returns its result and the run's host-measured seconds. The bound tells a
+    grader that waited out the candidate limit apart from one whose case limit ended the
+    run; a busy machine now and then stretches one run past it (a thread bomb's 3,000
+    threads took 7.7 s to end beside two CPU-bound processes), a grader that waits does so
+    on every try. So a run past the bound is played again, at most ``tries`` times.
+    """
+    for _ in range(tries):
+        result, elapsed = play()
+        if elapsed < bound:
+            return result
+    pytest.fail(f"the run took {elapsed:.1f} s on each of {tries} tries (bound {bound} s)")
 
 
 def proc_marker() -> str:
@@ -596,24 +618,32 @@ def test_no_writes_outside_scratch(
 def test_infinite_loop_times_out_and_later_case_runs(shared_sandbox: Any, name: str) -> None:
     cases = [make_case("f", 0, expect=1), make_case("f", 1, expect=2)]
     every_case = replace(shared_sandbox.limits, max_timeouts=0)  # run the later case too
-    res, elapsed = run_bounded(shared_sandbox, attack(name), cases, limits=every_case)
-    assert res.infra_error is None, res.infra_error
-    assert outcomes(cases, res) == ["timeout", "ok"], res
-    assert elapsed < CASE_LIMIT_ENDED_IT_S, f"a {LIMITS.case_timeout_s} s case ran {elapsed:.2f} s"
+
+    def play() -> tuple[RunResult, float]:
+        res, elapsed = run_bounded(shared_sandbox, attack(name), cases, limits=every_case)
+        assert res.infra_error is None, res.infra_error
+        assert outcomes(cases, res) == ["timeout", "ok"], res
+        return res, elapsed
+
+    ended_in_time(play)  # a 1 s case ended the run, not the 5 s candidate limit
     assert_still_grades(shared_sandbox)
 
 
 @pytest.mark.parametrize("mode", ["hide_current", "refresh_start"])
 def test_case_clock_cannot_be_rewritten_by_the_candidate(shared_sandbox: Any, mode: str) -> None:
     cases = [make_case("f", 1, mode, expect=2)]  # takes 2.5 s; its limit is 1 s
-    res, elapsed = run_bounded(shared_sandbox, attack("clock_scribble"), cases)
-    assert_attack_reached_the_harness(res)
-    assert res.infra_error is None, res.infra_error
-    assert outcomes(cases, res) == ["timeout"], (
-        f"a case limited to {LIMITS.case_timeout_s} s ran {elapsed:.1f} s and was judged "
-        f"{outcomes(cases, res)}: the candidate moved its own clock"
-    )
-    assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.2f} s"
+
+    def play() -> tuple[RunResult, float]:
+        res, elapsed = run_bounded(shared_sandbox, attack("clock_scribble"), cases)
+        assert_attack_reached_the_harness(res)
+        assert res.infra_error is None, res.infra_error
+        assert outcomes(cases, res) == ["timeout"], (
+            f"a case limited to {LIMITS.case_timeout_s} s ran {elapsed:.1f} s and was judged "
+            f"{outcomes(cases, res)}: the candidate moved its own clock"
+        )
+        return res, elapsed
+
+    ended_in_time(play)
 
 
 def test_the_watch_sees_a_short_process_on_a_host_slow_to_scan(
@@ -843,9 +873,13 @@ def test_sys_exit_is_an_error_unless_named(shared_sandbox: Any) -> None:
 
 def test_exit_hooks_cannot_hang_or_forge(shared_sandbox: Any) -> None:
     cases = [make_case("f", 1, expect=2)]
-    res, elapsed = run_bounded(shared_sandbox, attack("atexit_hooks"), cases)
-    assert assert_contained(res, cases) == ["wrong"], res
-    assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.2f} s"
+
+    def play() -> tuple[RunResult, float]:
+        res, elapsed = run_bounded(shared_sandbox, attack("atexit_hooks"), cases)
+        assert assert_contained(res, cases) == ["wrong"], res
+        return res, elapsed
+
+    ended_in_time(play)
     assert_still_grades(shared_sandbox)
 
 
@@ -1077,23 +1111,28 @@ def test_fork_bomb_is_contained(shared_sandbox: Any) -> None:
 
 
 def test_thread_bomb_is_contained(shared_sandbox: Any) -> None:
-    marker = proc_marker()
-    cases = [make_case("f", marker, expect=None)]
-    with ProcWatch(marker) as watch:
-        res, elapsed = run_bounded(shared_sandbox, attack("thread_bomb"), cases)
-    assert res.infra_error is None, res.infra_error
-    assert res.observations[0].status != "returned", "3000 threads started: no limit held"
-    assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
-    # (address space usually stops it first: each thread reserves a stack and an arena)
-    assert watch.peak_tasks >= 8, f"the bomb did not go off ({watch.rounds} scans): broken attack"
-    assert watch.peak_tasks <= LIMITS.max_procs + 8, f"{watch.peak_tasks} threads at once"
-    assert not survivors(marker), survivors(marker)
+    def play() -> tuple[RunResult, float]:
+        marker = proc_marker()
+        cases = [make_case("f", marker, expect=None)]
+        with ProcWatch(marker) as watch:
+            res, elapsed = run_bounded(shared_sandbox, attack("thread_bomb"), cases)
+        assert res.infra_error is None, res.infra_error
+        assert res.observations[0].status != "returned", "3000 threads started: no limit held"
+        # (address space usually stops it first: each thread reserves a stack and an arena)
+        assert watch.peak_tasks >= 8, (
+            f"the bomb did not go off ({watch.rounds} scans): broken attack"
+        )
+        assert watch.peak_tasks <= LIMITS.max_procs + 8, f"{watch.peak_tasks} threads at once"
+        assert not survivors(marker), survivors(marker)
+        return res, elapsed
+
+    ended_in_time(play)
     assert_still_grades(shared_sandbox)
 
 
 @pytest.mark.parametrize("mode", ["8gib", "gradual"])
 def test_memory_balloon_is_contained(shared_sandbox: Any, mode: str) -> None:
-    def play() -> tuple[RunResult, bool]:
+    def play() -> tuple[tuple[RunResult, bool], float]:
         marker = proc_marker()
         cases = [make_case("f", mode, marker, expect=None)]
         with ProcWatch(marker) as watch:
@@ -1104,13 +1143,12 @@ def test_memory_balloon_is_contained(shared_sandbox: Any, mode: str) -> None:
         if obs.status == "raised":
             assert obs.raised is not None and "builtins.MemoryError" in obs.raised.mro, obs
         assert watch.peak_rss_mb <= LIMITS.memory_mb + 64, f"{watch.peak_rss_mb:.0f} MiB resident"
-        assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
         assert_still_grades(shared_sandbox)
         # Hitting the limit (MemoryError, killed) is growth too, whatever /proc showed.
-        return res, mode != "gradual" or watch.peak_rss_mb >= LIMITS.memory_mb / 2
+        return (res, mode != "gradual" or watch.peak_rss_mb >= LIMITS.memory_mb / 2), elapsed
 
     # A starved candidate may not grow 256 MiB within its 1 s case limit: played again.
-    res, grew = retry_starved(play, lambda played: starved(*played))
+    res, grew = retry_starved(lambda: ended_in_time(play), lambda played: starved(*played))
     assert not starved(res, grew), "the balloon did not grow in three attempts: broken attack"
 
 
@@ -1168,16 +1206,21 @@ def test_disk_fill_is_contained(shared_sandbox: Any, where: str) -> None:
 def test_output_flood_is_capped(shared_sandbox: Any, mode: str) -> None:
     timeout = 4.0 if mode == "gib_stdout" else None
     cases = [make_case("f", mode, expect="flooded", timeout_s=timeout)]
-    rss = host_rss_mb()
-    res, elapsed = run_bounded(shared_sandbox, attack("output_flood"), cases)
-    assert res.infra_error is None, res.infra_error
-    cap = LIMITS.output_bytes + 200  # room for a "bytes dropped" note
-    assert len(res.stdout) <= cap and len(res.stderr) <= cap, (len(res.stdout), len(res.stderr))
-    assert len(res.stdout) + len(res.stderr) >= LIMITS.output_bytes, "the output was not kept"
-    assert host_rss_mb() - rss < 100, "the grader's memory grew with the flood"
-    if mode != "gib_stdout":
+
+    def play() -> tuple[RunResult, float]:
+        rss = host_rss_mb()
+        res, elapsed = run_bounded(shared_sandbox, attack("output_flood"), cases)
+        assert res.infra_error is None, res.infra_error
+        cap = LIMITS.output_bytes + 200  # room for a "bytes dropped" note
+        assert len(res.stdout) <= cap and len(res.stderr) <= cap, (len(res.stdout), len(res.stderr))
+        assert len(res.stdout) + len(res.stderr) >= LIMITS.output_bytes, "the output was not kept"
+        assert host_rss_mb() - rss < 100, "the grader's memory grew with the flood"
+        if mode == "gib_stdout":
+            return res, 0.0  # it ends when it has written its GiB: no limit to tell apart
         assert outcomes(cases, res) == ["timeout"], res
-        assert elapsed < CASE_LIMIT_ENDED_IT_S, f"took {elapsed:.1f} s"
+        return res, elapsed
+
+    ended_in_time(play)
     assert_still_grades(shared_sandbox)
 
 

@@ -46,9 +46,13 @@ def _open(cluster, isolation="auto", wait_s=10.0):
 
 
 def test_rows_match_the_local_pool_and_the_none_worker_gets_nothing(cluster, tmp_path):
-    local = grade(*example_args(tmp_path / "local.jsonl"))
+    # --explain: a failed or crashed case carries the sandbox's own detail on the row,
+    # so a mismatch says what happened on the worker, not only that the outcome differs.
+    local = grade(*example_args(tmp_path / "local.jsonl"), "--explain")
     assert local.returncode == 0, local.stderr
-    remote = grade(*example_args(tmp_path / "remote.jsonl", "--scheduler", cluster.address))
+    remote = grade(
+        *example_args(tmp_path / "remote.jsonl", "--scheduler", cluster.address), "--explain"
+    )
     assert remote.returncode == 0, remote.stderr
     assert "tcp:// is unauthenticated" in remote.stderr
     want, got = rows(tmp_path / "local.jsonl"), rows(tmp_path / "remote.jsonl")
