@@ -151,6 +151,14 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     "client's samples that are slow to check never hold them all.",
 )
 @click.option(
+    "--front-inline-chars",
+    type=click.IntRange(0, 4096),
+    default=1024,
+    show_default=True,
+    help="Samples of at most this many characters (reply and code) are extracted and "
+    "gated in the grading thread, not a worker process (0: all go to the workers).",
+)
+@click.option(
     "--max-code-chars",
     type=click.IntRange(1),
     default=128 * 1024,
@@ -456,6 +464,7 @@ def _config(o: dict[str, Any]) -> ServiceConfig:
         parse_budget_s=o["parse_budget"],
         front_budget_s=o["front_budget"],
         front_workers=o["front_workers"],
+        front_inline_chars=o["front_inline_chars"],
         max_code_chars=o["max_code_chars"],
         token_queue_runs=o["token_queue_runs"],
         token_queue_samples=o["token_queue_samples"],

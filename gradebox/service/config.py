@@ -107,6 +107,13 @@ class ServiceConfig:
     front_budget_s: float = 5.0
     """Longest time extract and gate may take for one sample, waiting for a worker
     included (then it is not graded, and a worker still on it is killed)."""
+    front_inline_chars: int = 1024
+    """Samples whose reply and code hold at most this many characters together are
+    extracted and gated in the grading thread, not in a worker: the round trip to a
+    worker costs more than their check (0.1 to 0.3 ms for the bundled examples, 3.2 ms
+    for the slowest text found at 1 KiB; the check grows with the square of nesting, so
+    longer texts go to the workers, where the budget can stop them). 0: every sample
+    goes to the workers."""
     front_workers: int = 8
     """Worker processes for extract and gate. Keep it above ``per_token_concurrency``
     so that one token's slow samples never hold every worker."""

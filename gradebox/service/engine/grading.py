@@ -46,7 +46,14 @@ from typing import TYPE_CHECKING
 from gradebox.grade import Grade, StaticReport
 from gradebox.model import Sample
 from gradebox.pipeline.core import Annotation, Graded, finish
-from gradebox.pipeline.tests import Front, GradeConfig, Grader, infra_grade
+from gradebox.pipeline.tests import (
+    Front,
+    FrontResult,
+    GradeConfig,
+    Grader,
+    check_front,
+    infra_grade,
+)
 from gradebox.service.config import Layers, ServiceConfig
 from gradebox.service.engine.front import FrontFailure, FrontPool
 from gradebox.service.engine.lanes import Lane, Lanes
@@ -222,7 +229,11 @@ class GradingService:
     def _tests(self, found: _TaskGrader, sample: Sample, lane: Lane) -> Graded | str:
         """Extract, gate and the hidden cases; a message when extract and gate failed."""
         t0 = time.perf_counter()
-        front = self._front.check(found.grader.front_job(sample), self._config.front_budget_s)
+        job = found.grader.front_job(sample)
+        if len(job.reply or "") + len(job.code or "") <= self._config.front_inline_chars:
+            front: FrontResult | FrontFailure = check_front(job)  # cheaper than the trip
+        else:
+            front = self._front.check(job, self._config.front_budget_s)
         t1 = time.perf_counter()
         self._metrics.stage("front", lane, t1 - t0)
         if isinstance(front, FrontFailure):

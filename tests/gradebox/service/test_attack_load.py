@@ -132,7 +132,9 @@ async def test_extract_and_gate_have_a_time_budget(kit):
     async with kit.running(front_budget_s=300) as svc:  # the control: the same grade, no budget
         control, r = await _timed(svc.client.post("/v1/grade", json=HEAVY, headers=svc.grader))
         assert r.json()["infra_error"] is None, r.text  # gated and run (it fails two cases)
-    async with kit.running(front_budget_s=0.05) as svc:
+    # Every sample to the workers (none is checked in the grading thread), so the last
+    # grade below goes through the pool whose worker was killed.
+    async with kit.running(front_budget_s=0.05, front_inline_chars=0) as svc:
         spent, r = await _timed(svc.client.post("/v1/grade", json=HEAVY, headers=svc.grader))
         row = r.json()
         assert row["verdict"] == "needs_review" and row["infra_error"] == INFRA_MESSAGE
@@ -155,6 +157,27 @@ async def test_extract_and_gate_have_a_time_budget(kit):
             assert row["infra_error"] == INFRA_MESSAGE, row
             await anyio.sleep(0.1)  # a pause between tries, not a bound
         assert verdicts[-1] == "pass", verdicts
+
+
+async def test_only_a_small_sample_is_gated_outside_the_workers(kit):
+    """Up to ``front_inline_chars`` the grading thread checks the sample; above, a worker.
+
+    A budget of 0 (no worker can meet it) tells the two paths apart: the pool answers an
+    infrastructure error, the grading thread grades. The threshold is what bounds the
+    thread's work (no budget stops it there), so a sample one character above it must
+    go to the workers.
+    """
+    small = kit.example_samples()[0]
+    limit = len(small["reply"])
+    over = GOOD | {"code": GOOD["code"] + "#" * (limit + 1 - len(GOOD["code"]))}
+    async with kit.running(front_budget_s=0, front_inline_chars=limit) as svc:
+        r = await svc.client.post("/v1/grade", json=small, headers=svc.grader)
+        assert r.json()["verdict"] == "pass", r.text  # checked in the thread
+        r = await svc.client.post("/v1/grade", json=over, headers=svc.grader)
+        assert r.json()["infra_error"] == INFRA_MESSAGE, r.text  # sent to the pool
+    async with kit.running(front_budget_s=0, front_inline_chars=0) as svc:
+        r = await svc.client.post("/v1/grade", json=small, headers=svc.grader)
+        assert r.json()["infra_error"] == INFRA_MESSAGE, r.text  # 0: every sample to the pool
 
 
 def test_gate_from_many_threads_is_right_under_w_error():
