@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import queue
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -155,6 +158,12 @@ class Sandbox:
         self._recycles = 0
         # Workers are forked from this one long-lived thread: see Worker.__init__.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawn")
+        # Workers still starting (forked, their zygote not ready yet) and the threads
+        # starting them: close() kills the first and waits for the second, so no worker
+        # process outlives the sandbox that started it (on a busy machine a start takes
+        # seconds; a worker left to finish it ran on after close() returned).
+        self._starting: set[subprocess.Popen[bytes]] = set()
+        self._boots: list[threading.Thread] = []
         for _ in range(max(1, workers)):
             self._idle.put(None)  # a slot; its worker starts on first use
 
@@ -320,7 +329,11 @@ class Sandbox:
                 done.put(w is not None)
 
         for w in slots:
-            threading.Thread(target=start, args=(w,), name="sandbox-boot").start()
+            t = threading.Thread(target=start, args=(w,), name="sandbox-boot")
+            with self._lock:
+                self._boots = [b for b in self._boots if b.is_alive()]
+                self._boots.append(t)
+            t.start()
         return len(slots) + len(taken), done
 
     def close(self) -> None:
@@ -328,10 +341,17 @@ class Sandbox:
         with self._lock:
             self._closed = True
             workers, self._all = self._all, []
+            starting, boots = list(self._starting), list(self._boots)
+        for proc in starting:  # its zygote reads EOF: its start fails and cleans up
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
         for w in workers:  # all at once: their teardowns overlap
             w.kill()
         for w in workers:
             w.close()
+        for t in boots:
+            if t is not threading.current_thread():
+                t.join(timeout=30)  # a hang bound: a killed start ends within ms
         self._spawner.shutdown(wait=False)
 
     def _checkout(self) -> Worker | None:
@@ -354,12 +374,27 @@ class Sandbox:
                 cgroup = self._tree_cap.create((lim.memory_mb + 32) << 20, lim.max_procs + 4)
             except OSError as exc:
                 raise WorkerError(f"could not create the worker's cgroup: {exc}") from exc
+        started: list[subprocess.Popen[bytes]] = []
+
+        def spawned(proc: subprocess.Popen[bytes]) -> None:
+            started.append(proc)
+            with self._lock:
+                self._starting.add(proc)
+                closed = self._closed
+            if closed:  # close() ran while it was being forked
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+        launch = self._backend.launch(self.python, self.limits)
         try:
-            worker = Worker(self._backend.launch(self.python, self.limits), self._spawner, cgroup)
+            worker = Worker(launch, self._spawner, cgroup, on_spawn=spawned)
         except WorkerError:
             if cgroup is not None:
                 cgroup.remove()
             raise
+        finally:
+            with self._lock:
+                self._starting.difference_update(started)
         with self._lock:
             if self._closed:
                 worker.close()

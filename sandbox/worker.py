@@ -23,6 +23,7 @@ import struct
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import asdict
 from typing import IO, Any
@@ -58,7 +59,13 @@ _REPLY_KEYS = {"obs", "stdout", "stderr", "recycle"}
 class Worker:
     """A running zygote; :meth:`serve` runs one candidate job through it."""
 
-    def __init__(self, launch: Launch, spawner: Executor, cgroup: CgroupTree | None = None) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        spawner: Executor,
+        cgroup: CgroupTree | None = None,
+        on_spawn: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    ) -> None:
         """Start the worker and wait until its zygote says it is ready.
 
         Args:
@@ -68,6 +75,8 @@ class Worker:
                 fork must happen on a thread that lives as long as the sandbox.
             cgroup: The worker's cgroup, joined once the zygote is ready (before
                 any candidate runs), removed when the worker ends.
+            on_spawn: Called with the process as soon as it exists, before the wait
+                for its zygote: the owner can kill a worker that is still starting.
         """
         self._launch = launch
         self._cgroup = cgroup
@@ -97,6 +106,8 @@ class Worker:
         finally:
             if fd is not None:
                 os.close(fd)
+        if on_spawn is not None:
+            on_spawn(self._proc)
         if self._proc.stdin is None or self._proc.stdout is None:  # pragma: no cover
             raise WorkerError("sandbox worker started without pipes")
         self._in = self._proc.stdin.fileno()
