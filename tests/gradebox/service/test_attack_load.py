@@ -23,7 +23,9 @@ import uvicorn
 from ports import free_port
 
 from gradebox.pipeline.gate import gate
+from gradebox.pipeline.tests import FrontJob
 from gradebox.service import ServiceConfig, Store, create_app, create_token
+from gradebox.service.engine.front import FrontPool
 from gradebox.service.rows import INFRA_MESSAGE
 
 pytestmark = pytest.mark.anyio
@@ -159,25 +161,37 @@ async def test_extract_and_gate_have_a_time_budget(kit):
         assert verdicts[-1] == "pass", verdicts
 
 
-async def test_only_a_small_sample_is_gated_outside_the_workers(kit):
+async def test_only_a_small_sample_is_gated_outside_the_workers(kit, monkeypatch):
     """Up to ``front_inline_chars`` the grading thread checks the sample; above, a worker.
 
-    A budget of 0 (no worker can meet it) tells the two paths apart: the pool answers an
-    infrastructure error, the grading thread grades. The threshold is what bounds the
-    thread's work (no budget stops it there), so a sample one character above it must
-    go to the workers.
+    The threshold is what bounds the thread's work (no budget stops it there), so a
+    sample one character above it must go to the workers. The pool is the real one;
+    its ``check`` is counted (a budget of 0 could not tell the paths apart: on a busy
+    machine a worker answered before the server looked, and it graded).
     """
+    sent: list[FrontJob] = []
+    real = FrontPool.check
+
+    def counted(self: FrontPool, job: FrontJob, budget_s: float) -> object:
+        sent.append(job)
+        return real(self, job, budget_s)
+
+    monkeypatch.setattr(FrontPool, "check", counted)
     small = kit.example_samples()[0]
     limit = len(small["reply"])
     over = GOOD | {"code": GOOD["code"] + "#" * (limit + 1 - len(GOOD["code"]))}
-    async with kit.running(front_budget_s=0, front_inline_chars=limit) as svc:
+    async with kit.running(front_inline_chars=limit) as svc:
         r = await svc.client.post("/v1/grade", json=small, headers=svc.grader)
-        assert r.json()["verdict"] == "pass", r.text  # checked in the thread
+        assert r.json()["verdict"] == "pass", r.text
+        assert sent == []  # checked in the grading thread
         r = await svc.client.post("/v1/grade", json=over, headers=svc.grader)
-        assert r.json()["infra_error"] == INFRA_MESSAGE, r.text  # sent to the pool
-    async with kit.running(front_budget_s=0, front_inline_chars=0) as svc:
+        assert r.json()["infra_error"] is None, r.text  # graded (it fails two cases)
+        assert [job.code for job in sent] == [over["code"]]  # one character over: a worker
+    sent.clear()
+    async with kit.running(front_inline_chars=0) as svc:
         r = await svc.client.post("/v1/grade", json=small, headers=svc.grader)
-        assert r.json()["infra_error"] == INFRA_MESSAGE, r.text  # 0: every sample to the pool
+        assert r.json()["verdict"] == "pass", r.text
+        assert [job.reply for job in sent] == [small["reply"]]  # 0: every sample to a worker
 
 
 def test_gate_from_many_threads_is_right_under_w_error():
