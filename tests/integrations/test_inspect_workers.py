@@ -9,35 +9,17 @@ worker process of this test is left.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import MemoryDataset
 from inspect_ai.log import read_eval_log
 from inspect_ai.solver import generate
+from waiting import live_children
 
 from gradebox.integrations.inspect import gradebox_dataset, gradebox_scorer
 
 EPOCHS = 8
 JOBS = 2
-
-
-def _children() -> set[int]:
-    """The pids of this process's live child processes."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
 
 
 def _worker_of(outcomes: list[str]) -> int:
@@ -56,7 +38,7 @@ def _workers(task, model, log_dir) -> set[int]:
 
 
 def test_workers_start_once_per_eval_and_stop_when_it_ends(taskset, reply, mock_model, log_dir):
-    before = _children()
+    before = live_children()
     dataset = MemoryDataset([s for s in gradebox_dataset(taskset) if s.id == "worker"])
     task = Task(
         dataset=dataset,
@@ -68,11 +50,11 @@ def test_workers_start_once_per_eval_and_stop_when_it_ends(taskset, reply, mock_
     first = _workers(task, mock_model(dataset, {"worker": [bits] * EPOCHS}), log_dir)
     assert 1 <= len(first) <= JOBS, first  # every sample on the eval's own workers
     assert all(ns > 0 for ns in first)
-    assert _children() <= before  # the run's end stopped them
+    assert live_children() <= before  # the run's end stopped them
     # The same task evaluated again gets workers of its own, and stops them too.
     again = _workers(task, mock_model(dataset, {"worker": [bits] * EPOCHS}), log_dir)
     assert 1 <= len(again) <= JOBS, again
-    assert _children() <= before
+    assert live_children() <= before
 
 
 def test_a_refused_sandbox_fails_the_eval_saying_why(

@@ -8,10 +8,9 @@ import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-from waiting import wait_until
+from waiting import live_children, wait_until
 
 from sandbox.runner import open_sandbox
 from sandbox.types import make_case
@@ -60,22 +59,6 @@ def test_by_default_every_slot_boots(isolation: str) -> None:
         assert sb.running == 2
 
 
-def _live_children() -> set[int]:
-    """This process's child processes that are not zombies."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
-            found.add(int(entry.name))
-    return found
-
-
 def test_closing_while_a_worker_starts_leaves_no_worker_process(
     isolation: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,7 +66,7 @@ def test_closing_while_a_worker_starts_leaves_no_worker_process(
     # is held until the process is gone (as a busy machine holds a start for seconds), so
     # close() surely comes while the worker starts. Before, close() returned with that
     # worker's process alive: it ran on until its start ended (an eval's end saw it).
-    base = _live_children()
+    base = live_children()
     real = Worker._read_frame
 
     def held_hello(self: Worker, deadline: float) -> dict[str, object]:
@@ -95,10 +78,10 @@ def test_closing_while_a_worker_starts_leaves_no_worker_process(
     try:
         monkeypatch.setattr(Worker, "_read_frame", held_hello)
         sb.start(1)
-        wait_until(lambda: len(_live_children() - base) >= 2, what="the second worker to fork")
+        wait_until(lambda: len(live_children() - base) >= 2, what="the second worker to fork")
     finally:
         sb.close()
-    left = _live_children() - base
+    left = live_children() - base
     for pid in left:  # (the old close: do not leave them to the rest of the suite)
         os.killpg(pid, signal.SIGKILL)
     assert not left, f"worker processes alive after close(): {left}"

@@ -129,3 +129,20 @@ class Progress:
             if value != self._last:
                 self._last, self._moved = value, now
         return now > self._ceiling or now - self._moved > self._stall_s
+
+
+def live_children() -> set[int]:
+    """The pids of this process's child processes that are not zombies (read from ``/proc``)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+            found.add(int(entry))
+    return found
