@@ -56,6 +56,10 @@ from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted
 
 __all__ = ["Sandbox", "open_sandbox"]
 
+#: How many times one candidate is played again when its play could not be timed (a
+#: silent sandbox, a timeout decided from a late look): a host stall is transient, a
+#: candidate that stops its own sandbox pays this many more limits and still fails.
+_UNTIMED_REPLAYS = 1
 _ALLOWED_ENV = {"HOME", "PWD", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"}
 _PROBE = """
 def probe(port):
@@ -156,6 +160,7 @@ class Sandbox:
         self._lock = threading.Lock()
         self._closed = False
         self._recycles = 0
+        self._replays = 0
         # Workers are forked from this one long-lived thread: see Worker.__init__.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawn")
         # Workers still starting (forked, their zygote not ready yet) and the threads
@@ -191,46 +196,51 @@ class Sandbox:
         t0 = time.monotonic()
         worker = self._checkout()
         caps: tuple[str, ...] = ()
+        tainted = untimed = 0
         try:
-            for attempt in range(2):
+            while True:
                 if worker is None:
                     worker = self._start_worker()
                 try:
                     reply = worker.serve(job, lim)
-                    caps = worker.caps_hit()
-                    break
                 except WorkerTainted:
                     # Nothing of this job ran: the worker is not to be trusted, this
                     # candidate gets a fresh one (once; twice in a row is ours to fix).
                     self._discard(worker)
                     worker = None
-                    if attempt:
+                    tainted += 1
+                    if tainted > 1:
                         raise
-            if worker is not None and worker.recycle:
-                # It could not be cleaned (a deep tree, System V IPC, stray bytes)
-                # or has exited: the next candidate gets a fresh worker.
-                self._discard(worker)
-                worker = None
-        except WorkerSilent:
-            caps = worker.caps_hit() if worker is not None else ()
-            self._discard(worker)
-            worker = None
-            res = _all(cases, "timeout", "sandbox stopped answering", time.monotonic() - t0)
-            return _with_caps(res, caps)
-        except WorkerDied:
-            caps = worker.caps_hit() if worker is not None else ()
-            self._discard(worker)
-            worker = None
-            res = _all(cases, "crash", "sandbox process ended", time.monotonic() - t0)
-            return _with_caps(res, caps)
+                    continue
+                except WorkerSilent:
+                    # No reply in the candidate's limit plus grace: the candidate stopped
+                    # its sandbox, or the host stalled it (a busy or paused machine).
+                    # Nothing here tells which, so the candidate is played once more
+                    # on a fresh worker; silent again, it is a timeout.
+                    if untimed >= _UNTIMED_REPLAYS:
+                        raise
+                    untimed += 1
+                    self._count_replay()
+                    self._discard(worker)
+                    worker = None
+                    continue
+                caps = worker.caps_hit()
+                if worker.recycle:
+                    # It could not be cleaned (a deep tree, System V IPC, stray bytes)
+                    # or has exited: the next candidate gets a fresh worker.
+                    self._discard(worker)
+                    worker = None
+                if reply["untimed"] is True and untimed < _UNTIMED_REPLAYS:
+                    # A timeout decided from a late look (the supervisor was stopped
+                    # or starved past a deadline): played once more, like a silence.
+                    untimed += 1
+                    self._count_replay()
+                    continue
+                break
         except WorkerError as exc:
-            self._discard(worker)
+            failed = self._worker_failed(worker, exc, cases, time.monotonic() - t0)
             worker = None
-            return RunResult(
-                observations=tuple(Observation("not_run") for _ in cases),
-                wall_s=time.monotonic() - t0,
-                infra_error=_infra_message(exc),
-            )
+            return failed
         finally:
             self._idle.put(worker)
         return _with_caps(_decode_reply(reply, len(cases), time.monotonic() - t0), caps)
@@ -267,6 +277,17 @@ class Sandbox:
         """How many workers were thrown away and replaced so far (see the class docstring)."""
         with self._lock:
             return self._recycles
+
+    @property
+    def replays(self) -> int:
+        """How many plays were repeated because the grader could not time them.
+
+        A play is repeated (once per candidate) when its sandbox went silent past the
+        candidate's limit plus grace, or when a timeout was decided from a late look
+        (see :meth:`run`); the last play decides. Monotonic, thread-safe.
+        """
+        with self._lock:
+            return self._replays
 
     @property
     def running(self) -> int:
@@ -401,6 +422,26 @@ class Sandbox:
                 raise WorkerError("sandbox is closed")
             self._all.append(worker)
         return worker
+
+    def _worker_failed(
+        self, worker: Worker | None, exc: WorkerError, cases: Sequence[HiddenCase], wall: float
+    ) -> RunResult:
+        """Throw ``worker`` away and say what became of the candidate it failed on."""
+        caps = worker.caps_hit() if worker is not None else ()
+        self._discard(worker)
+        if isinstance(exc, WorkerSilent):
+            return _with_caps(_all(cases, "timeout", "sandbox stopped answering", wall), caps)
+        if isinstance(exc, WorkerDied):
+            return _with_caps(_all(cases, "crash", "sandbox process ended", wall), caps)
+        return RunResult(
+            observations=tuple(Observation("not_run") for _ in cases),
+            wall_s=wall,
+            infra_error=_infra_message(exc),
+        )
+
+    def _count_replay(self) -> None:
+        with self._lock:
+            self._replays += 1
 
     def _discard(self, worker: Worker | None) -> None:
         if worker is None:

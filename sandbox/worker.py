@@ -53,7 +53,7 @@ class WorkerTainted(WorkerError):
 
 
 _DONE_TIMEOUT_S = 10.0
-_REPLY_KEYS = {"obs", "stdout", "stderr", "recycle"}
+_REPLY_KEYS = {"obs", "stdout", "stderr", "untimed", "recycle"}
 
 
 class Worker:
@@ -167,7 +167,9 @@ class Worker:
         reply = self._read_frame(deadline)
         if "infra_error" in reply:
             raise WorkerError("sandbox worker refused the job")
-        if set(reply) != _REPLY_KEYS or not isinstance(reply["recycle"], bool):
+        if set(reply) != _REPLY_KEYS or not all(
+            isinstance(reply[k], bool) for k in ("recycle", "untimed")
+        ):
             raise WorkerDied("the supervisor ended without a proper reply")
         done = self._read_frame(time.monotonic() + _DONE_TIMEOUT_S)
         if set(done) != {"done", "clean"} or done["done"] is not True:

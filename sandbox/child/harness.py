@@ -32,8 +32,9 @@ Protocol (length-prefixed JSON frames on stdin/stdout):
 * grader -> supervisor, per candidate: ``{"code", "fn", "cases": [{"args",
   "kwargs", "timeout_s"}], "limits": {...}}`` (arguments only: expected values
   never come here)
-* supervisor -> grader: ``{"obs": [...], "stdout", "stderr", "recycle"}`` or
-  ``{"infra_error": "bad_job"}``
+* supervisor -> grader: ``{"obs": [...], "stdout", "stderr", "untimed", "recycle"}``
+  or ``{"infra_error": "bad_job"}`` (``untimed``: a timeout was decided from a
+  late look, so the grader plays the candidate again)
 * init -> grader, after the supervisor replied and the namespace was swept:
   ``{"done": true, "clean": bool}``; init exits when not clean.
 
@@ -426,7 +427,12 @@ class Job:
                 run.fail_rest("crash", str(exc)[:200])
                 broke = True
         final = [o if o is not None else {"status": "not_run"} for o in run.obs]
-        reply = {"obs": final, "stdout": run.out.text(), "stderr": run.err.text()}
+        reply = {
+            "obs": final,
+            "stdout": run.out.text(),
+            "stderr": run.err.text(),
+            "untimed": run.untimed,
+        }
         return reply, broke
 
     def _run_child(self, run: _Run) -> None:
@@ -471,6 +477,10 @@ class _Run:
         self.last_look = 0.0  # when we last looked at the region
         self.late = False  # a look came too late to vouch for the running case
         self.fresh = True  # no frame yet from the current child
+        # A timeout was decided from a late look: we were stopped or starved past a
+        # deadline, so we cannot tell a slow candidate from a stalled host. The grader
+        # plays such a candidate again (once); see Sandbox.run.
+        self.untimed = False
 
     def deadline(self) -> float:
         """When the running case (or the whole candidate) is out of time, on our clock."""
@@ -567,6 +577,7 @@ class _Run:
         if self.next >= self.n or ended == "broke" or self.stopped:
             return
         if ended == "timeout":
+            self.untimed = self.untimed or self.late
             whole = time.monotonic() >= self.budget_end
             self.fail_one("timeout", "candidate time limit" if whole else "case time limit")
             self.timeouts += 1

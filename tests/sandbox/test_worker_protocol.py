@@ -30,7 +30,8 @@ def read_job():
     while len(got) < n:
         got += os.read(0, n - len(got))
     return json.loads(got)
-REPLY = {"obs": [{"status": "returned", "value": 2}], "stdout": "", "stderr": "", "recycle": False}
+REPLY = {"obs": [{"status": "returned", "value": 2}], "stdout": "", "stderr": "",
+         "untimed": False, "recycle": False}
 def sent():
     open(__file__ + ".sent", "w").close()  # the test's event: what it sent is in the pipe
 send({"ready": True, "python": "3"})

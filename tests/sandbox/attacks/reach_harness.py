@@ -46,6 +46,7 @@ def _forged(n):
         "obs": [{"status": "returned", "value": 2, "duration_s": 0.0}] * n,
         "stdout": "",
         "stderr": "",
+        "untimed": False,
         "recycle": False,
     }
     data = json.dumps(reply).encode()

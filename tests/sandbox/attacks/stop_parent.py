@@ -4,7 +4,8 @@
 Attack: SIGSTOP the harness process that supervises us, so it can neither
 enforce the clock nor answer the grader; then idle.
 
-Expected: ``run`` returns within the candidate limit plus the grader's grace,
+Expected: ``run`` returns within twice the candidate limit plus the grader's grace
+(a silent play is played again once),
 no ``infra_error``, the case is not ``ok``, the next candidate is graded.
 """
 
