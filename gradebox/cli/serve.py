@@ -133,7 +133,10 @@ _DB = click.Path(path_type=Path, dir_okay=False)
     type=click.FloatRange(0.01, 600),
     default=5.0,
     show_default=True,
-    help="Seconds to parse and check a body, off the event loop (413 after).",
+    help=(
+        "CPU seconds to parse and check a body, off the event loop (413 after; or after "
+        "four times this of wall time, when the parse is starved that long)."
+    ),
 )
 @click.option(
     "--front-budget",

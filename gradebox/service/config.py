@@ -103,7 +103,8 @@ class ServiceConfig:
     body_timeout_s: float = 20.0
     """Longest time to receive a request body (408 after): a slow client holds nothing longer."""
     parse_budget_s: float = 5.0
-    """Longest time to parse and check a body, off the event loop (413 after)."""
+    """Most CPU time (the parsing thread's own) to parse and check a body, off the event
+    loop (413 after; or after four times this of wall time, when starved that long)."""
     front_budget_s: float = 5.0
     """Longest time extract and gate may take for one sample, waiting for a worker
     included (then it is not graded, and a worker still on it is killed)."""
