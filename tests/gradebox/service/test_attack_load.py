@@ -66,21 +66,45 @@ async def _while(svc, attack, probe, delay: float = 0.05):
     return out["attack"], out["probe"]
 
 
+async def _not_stalled(play, bound, tries: int = 3):
+    """Play ``_while`` until the probe waited less than ``bound(spent, control)``.
+
+    The probe's wait against the attack's own time (both stretched alike by a busy
+    machine) tells a server that served the probe beside the attack from one that
+    served it after. One play on a busy 2-core machine can still lose that race (the
+    probe's thread descheduled at the wrong moment, GIL hand-offs of 5 ms each): a
+    server that blocks its event loop fails every play, so it is played again, at
+    most ``tries`` times. Returns the last play's ``((spent, r), (waited, probe))``.
+    """
+    seen = []
+    for _ in range(tries):
+        played = await play()
+        (spent, _), (waited, _) = played
+        seen.append((round(waited, 3), round(bound(spent), 3), round(spent, 3)))
+        if waited < bound(spent):
+            return played
+    raise AssertionError(
+        f"the probe waited past its bound in every play (waited, bound, spent): {seen}"
+    )
+
+
 async def test_huge_jsonl_body_does_not_stall_other_clients(kit):
     # 8 MB of JSON Lines, ~290,000 samples: 29 times the per-run cap.
     body = b'{"fn":"is_even","code":"x"}\n' * 290_000
     async with kit.running() as svc:
         control = await _control(svc)
-        (spent, r), (waited, health) = await _while(
-            svc,
-            lambda: svc.client.post("/v1/runs", content=body, headers=svc.grader),
-            lambda: svc.client.get("/healthz"),
+        # On the loop, the probe waits for the whole body (it is answered after it); off it,
+        # at once. A busy machine stretches the attack too, hence its half as a floor.
+        (_, r), (_, health) = await _not_stalled(
+            lambda: _while(
+                svc,
+                lambda: svc.client.post("/v1/runs", content=body, headers=svc.grader),
+                lambda: svc.client.get("/healthz"),
+            ),
+            lambda spent: max(0.5, 20 * control, spent / 2),
         )
         assert r.status_code == 413 and "too many samples" in r.json()["detail"]
         assert health.status_code == 200
-        # On the loop, the probe waits for the whole body (it is answered after it); off it,
-        # at once. A busy machine stretches the attack too, hence its half as a floor.
-        assert waited < max(0.5, 20 * control, spent / 2), (waited, control, spent)
 
 
 async def test_a_full_valid_run_is_checked_off_the_event_loop(kit):
@@ -90,15 +114,20 @@ async def test_a_full_valid_run_is_checked_off_the_event_loop(kit):
     # The parse budget (5 s) is not what is tested, and 10,000 samples near it on a busy machine.
     async with kit.running(rate_burst=10_000, parse_budget_s=120) as svc:
         control = await _control(svc)
-        (spent, r), (waited, health) = await _while(
-            svc,
-            lambda: svc.client.post("/v1/runs", json=samples, headers=svc.grader),
-            lambda: svc.client.get("/healthz"),
-        )
-        assert r.status_code == 202, r.text
-        await svc.client.delete(f"/v1/runs/{r.json()['id']}", headers=svc.grader)
-        assert health.status_code == 200
-        assert waited < max(0.5, 20 * control, spent / 2), (waited, control, spent)
+
+        async def play():
+            played = await _while(
+                svc,
+                lambda: svc.client.post("/v1/runs", json=samples, headers=svc.grader),
+                lambda: svc.client.get("/healthz"),
+            )
+            (_, r), (_, health) = played
+            assert r.status_code == 202, r.text
+            await svc.client.delete(f"/v1/runs/{r.json()['id']}", headers=svc.grader)
+            assert health.status_code == 200
+            return played
+
+        await _not_stalled(play, lambda spent: max(0.5, 20 * control, spent / 2))
 
 
 async def test_a_sample_slow_to_gate_does_not_hold_up_another_task(kit):
@@ -119,15 +148,21 @@ async def test_a_sample_slow_to_gate_does_not_hold_up_another_task(kit):
                     )
             return None
 
-        (spent, _), (waited, r) = await _while(svc, heavy_load, lambda: svc.client.post(
-            "/v1/grade", json=other, headers=svc.other), delay=0.05)  # fmt: skip
-        assert r.status_code == 200 and r.json()["verdict"] == "pass"
         # The heavy samples gate for about a second together; another task's grade must
         # not wait behind them (under one shared lock it waited for all four; in threads,
         # with no lock, ~1.3 s for the GIL: the front now runs in worker processes).
         # Decided against the attack's own time (a busy machine stretches both): behind
         # the heavy samples the grade waited about as long as they took.
-        assert waited < spent / 2, (waited, control, spent)
+        (_, _), (_, r) = await _not_stalled(
+            lambda: _while(
+                svc,
+                heavy_load,
+                lambda: svc.client.post("/v1/grade", json=other, headers=svc.other),
+                delay=0.05,
+            ),
+            lambda spent: spent / 2,
+        )
+        assert r.status_code == 200 and r.json()["verdict"] == "pass", (r.text, control)
 
 
 async def test_extract_and_gate_have_a_time_budget(kit):
