@@ -36,10 +36,13 @@ def test_honest_candidates_never_recycle_and_closing_does_not_count():
         for _ in range(6):
             res = sb.run(HONEST, "f", cases())
             assert res.infra_error is None and res.observations[0].value == 2
-        assert sb.recycles == 0
+        # A worker that went silent (a host stalled past the limit plus grace) is thrown
+        # away and its candidate played again (test_untimed.py): only that may count.
+        assert sb.recycles <= sb.replays
+        counted = sb.recycles
     finally:
         sb.close()
-    assert sb.recycles == 0
+    assert sb.recycles == counted
 
 
 def test_a_killed_worker_counts_once_and_is_replaced():
