@@ -26,6 +26,11 @@ What is counted, and under which labels:
   (a collector, so no grading path has to report it and a recycle outside a
   grade, as in the self-check, counts too). It counts from when the sandbox
   opened: a sandbox handed to the app by its caller may have counted before.
+- ``gradebox_sandbox_replays_total``: plays the sandbox could not time and played
+  again (a worker silent past the candidate's limit plus grace, a timeout decided
+  from a late look): :attr:`sandbox.runner.Sandbox.replays`, read the same way.
+  Honest candidates move it only on a stalled host: a rising count says the
+  machine stops giving the sandbox CPU for seconds.
 
 Every label value comes from a closed vocabulary or a route template: no
 metric can carry a task name, a sample, a hidden or expected value, a token or
@@ -97,8 +102,18 @@ class Metrics:
             registry=r,
         )
         self._judge_metrics(r)
-        self._recycles = _Recycles()
+        self._recycles = _SandboxCount(
+            "gradebox_sandbox_worker_recycles",
+            "Sandbox workers thrown away and replaced (could not be cleaned, tainted, "
+            "died or went silent).",
+        )
+        self._replays = _SandboxCount(
+            "gradebox_sandbox_replays",
+            "Plays the sandbox could not time and played again (a silent worker, a "
+            "timeout decided from a late look).",
+        )
         r.register(self._recycles)
+        r.register(self._replays)
 
     def _judge_metrics(self, r: CollectorRegistry) -> None:
         self._judge = Counter(
@@ -122,6 +137,10 @@ class Metrics:
     def recycles(self, read: Callable[[], int]) -> None:
         """Read the sandbox's worker recycles from ``read`` at each scrape (0 until set)."""
         self._recycles.read = read
+
+    def replays(self, read: Callable[[], int]) -> None:
+        """Read the sandbox's replayed plays from ``read`` at each scrape (0 until set)."""
+        self._replays.read = read
 
     def gauges(self, lane: Lane, *, depth: Callable[[], float], busy: Callable[[], float]) -> None:
         """Read a lane's queue depth and sandbox use from ``depth`` and ``busy`` at each scrape."""
@@ -158,16 +177,13 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class _Recycles(Collector):
-    """``gradebox_sandbox_worker_recycles_total``, read from the sandbox at scrape time."""
+class _SandboxCount(Collector):
+    """A counter the sandbox keeps, read from it at scrape time (no labels)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str, documentation: str) -> None:
+        self.name = name
+        self.documentation = documentation
         self.read: Callable[[], int] = lambda: 0
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        yield CounterMetricFamily(
-            "gradebox_sandbox_worker_recycles",
-            "Sandbox workers thrown away and replaced (could not be cleaned, tainted, "
-            "died or went silent).",
-            value=self.read(),
-        )
+        yield CounterMetricFamily(self.name, self.documentation, value=self.read())

@@ -202,6 +202,7 @@ class ServiceState:
     def _ready(self, sandbox: Sandbox) -> None:
         self._sandbox = sandbox
         self.metrics.recycles(lambda: sandbox.recycles)
+        self.metrics.replays(lambda: sandbox.replays)
         self._grading = GradingService(
             self.store,
             sandbox,

@@ -1,8 +1,11 @@
-"""``gradebox_sandbox_worker_recycles_total`` in ``/metrics``: a broken worker counts.
+"""``gradebox_sandbox_worker_recycles_total`` in ``/metrics``: a broken worker counts;
+``gradebox_sandbox_replays_total``: a play the sandbox could not time counts.
 
 Real sandbox, real candidates through the API: ``kill_parent`` (from the sandbox's
 attack corpus) SIGKILLs the process that forked it, so the sandbox throws that
-worker away; honest candidates, passing or failing, never move the counter.
+worker away; ``stop_parent`` stops its supervisor, so the sandbox goes silent and
+the candidate is played again; honest candidates, passing or failing, never move
+either counter.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sandbox.types import Limits
+
 pytestmark = pytest.mark.anyio
 
-KILL = (Path(__file__).parents[3] / "sandbox" / "attacks" / "kill_parent.py").read_text()
+ATTACKS = Path(__file__).parents[3] / "sandbox" / "attacks"
+KILL = (ATTACKS / "kill_parent.py").read_text()
+STOP = (ATTACKS / "stop_parent.py").read_text()
 HONEST = "def f(x, marker):\n    return x + 1\n"
 WRONG = "def f(x, marker):\n    return x\n"
 TASK = {
@@ -31,14 +38,14 @@ TASK = {
 NAME = "gradebox_sandbox_worker_recycles_total"
 
 
-async def recycles(svc) -> float:
+async def recycles(svc, name: str = NAME) -> float:
     r = await svc.client.get("/metrics", headers=svc.admin)
     assert r.status_code == 200
     found = [
         s.value
         for family in text_string_to_metric_families(r.text)
         for s in family.samples
-        if s.name == NAME
+        if s.name == name
     ]
     assert len(found) == 1, r.text  # one series, no labels
     return found[0]
@@ -83,3 +90,18 @@ async def test_the_recycle_counter_is_admin_only_and_names_no_one(kit):
         assert "{" not in line  # no label: no token, task or sample behind the count
         for headers in (svc.grader, svc.other):
             assert headers["Authorization"].split()[1] not in text
+
+
+async def test_a_play_the_sandbox_could_not_time_is_counted_as_replayed(kit):
+    # 1 s limit: the stopped supervisor costs two plays of 1 s plus the runner's 3 s grace.
+    async with kit.running(register=False, limits=Limits(candidate_timeout_s=1.0)) as svc:
+        assert (await svc.client.put("/v1/tasks/f", json=TASK, headers=svc.admin)).is_success
+        replays = "gradebox_sandbox_replays_total"
+        start = await recycles(svc, replays)
+        assert (await grade(svc, HONEST))["verdict"] == "pass"
+        assert (await grade(svc, WRONG))["verdict"] == "fail"
+        assert await recycles(svc, replays) == start
+        row = await grade(svc, STOP)
+        assert row["verdict"] == "fail" and row.get("infra_error") is None, row
+        assert await recycles(svc, replays) == start + 1  # played once more, then judged
+        assert (await grade(svc, HONEST))["verdict"] == "pass"
