@@ -85,3 +85,29 @@ def test_a_workers_tree_is_walked_down_from_its_root_not_scanned(
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_held_counters_read_what_the_files_say_and_are_closed_once():
+    """The counter files are held open and re-read; ``remove`` closes them, once."""
+    try:
+        cap = find_tree_cap()
+    except IsolationUnavailable as exc:
+        pytest.skip(f"no cgroup to create here: {exc}")
+    before = set(os.listdir("/proc/self/fd"))
+    tree = cap.create(64 * 1024 * 1024, 4)
+    try:
+        assert tree.held, "no counter file held open"
+        # A process cap of 4 hit from inside the tree: the held files see the new count.
+        script = "for i in 1 2 3 4 5 6; do sleep 1 & done; wait"
+        proc = subprocess.Popen(["sh", "-c", f"read go; {script}"], stdin=subprocess.PIPE)
+        tree.add_tree(proc.pid)
+        proc.communicate(b"go\n", timeout=60)
+        held = tree.hits()
+        by_path = cgroups.CgroupTree(tree.dirs, tree.counters).hits()
+        assert held == by_path
+        assert held["processes"] >= 1, held
+    finally:
+        tree.remove()
+    tree.remove()  # a second call closes nothing (a reused number belongs to someone else)
+    assert set(os.listdir("/proc/self/fd")) <= before
+    assert not tree.held
