@@ -25,6 +25,7 @@ import pytest
 from waiting import live_children, retry_starved, wait_until
 
 from sandbox import open_sandbox
+from sandbox.cgroups import _descendants
 from sandbox.runner import Sandbox
 from sandbox.types import Limits, RunResult, make_case
 
@@ -49,17 +50,8 @@ def f(x, marker):
 
 
 def _tree(root: int) -> list[int]:
-    """``root`` and every process below it (read from ``/proc``)."""
-    found, i = [root], 0
-    while i < len(found):
-        pid = found[i]
-        i += 1
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as fh:
-                found += [int(p) for p in fh.read().split()]
-        except OSError:
-            continue
-    return found
+    """``root`` and every process below it (the sandbox's own walk of ``/proc``)."""
+    return [root, *_descendants(root)]
 
 
 def _signal_all(pids: list[int], sig: int) -> None:
