@@ -52,19 +52,25 @@ def test_replies_never_cross_between_threads(pool):
     assert all((c == "ok") == bool(i % 2) for i, c in results), results
 
 
+def _ticks(pid: int) -> int:
+    """User CPU time of ``pid`` in clock ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[11])
+
+
 def test_a_worker_killed_mid_sample_is_told_apart_and_replaced(pool):
     found: list[FrontResult | FrontFailure] = []
     t = threading.Thread(target=lambda: found.append(pool.check(_job("is_even", _SLOW), 600)))
-    before = {w.process.pid for w in pool._live}
+    # Both workers said ready (warm-up done): from here only the one parsing the
+    # slow sample gains CPU time. An absolute bound would also pick an idle worker
+    # whose warm-up alone passed it on a busy machine.
+    before = {w.process.pid: _ticks(w.process.pid) for w in pool._live}
     t.start()
-    # The worker on the slow sample is the one whose CPU time grows.
     deadline = time.monotonic() + 120
     busy = None
     while busy is None and time.monotonic() < deadline:
-        for pid in before:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[11]) > 20:  # past its warm-up: parsing the sample
+        for pid, ticks in before.items():
+            if _ticks(pid) - ticks > 20:  # parsing the sample
                 busy = pid
         time.sleep(0.01)
     assert busy is not None, "no worker took the sample"
@@ -94,13 +100,11 @@ def test_closing_ends_a_sample_in_flight_and_every_later_one():
     front.start()
     found: list[FrontResult | FrontFailure] = []
     t = threading.Thread(target=lambda: found.append(front.check(_job("is_even", _SLOW), 600)))
+    [worker] = front._live
+    ticks = _ticks(worker.process.pid)
     t.start()
     deadline = time.monotonic() + 120
-    [worker] = front._live
-    while time.monotonic() < deadline:
-        with open(f"/proc/{worker.process.pid}/stat") as f:
-            if int(f.read().rsplit(")", 1)[1].split()[11]) > 20:
-                break
+    while time.monotonic() < deadline and _ticks(worker.process.pid) - ticks <= 20:
         time.sleep(0.01)
     front.close()
     t.join(120)
