@@ -404,7 +404,8 @@ def open_advisories(source: Path, cache: Path | None) -> AdvisoryStore:
     """
     try:
         if cache is None:  # a private folder: an index is trusted, never one another user planted
-            return AdvisoryStore.open(source, Path(tempfile.mkdtemp(prefix="gradebox-adv-")))
+            scratch = Path(tempfile.mkdtemp(prefix="gradebox-adv-"))
+            return AdvisoryStore.open(source, scratch, private=True)
         return AdvisoryStore.open(source, cache / "advisories")
     except AdvisoryError as exc:
         raise BadInput([f"--advisories: {exc}"]) from exc

@@ -33,6 +33,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 import threading
@@ -215,8 +216,12 @@ def decode(name: str, data: bytes) -> Advisory:
 class AdvisoryStore:
     """An indexed advisory snapshot; thread-safe lookups. Close it (or use ``with``)."""
 
-    def __init__(self, index: Path, snapshot: Snapshot) -> None:
-        """Use an index that :meth:`open` built; prefer :meth:`open`."""
+    def __init__(self, index: Path, snapshot: Snapshot, *, owned: Path | None = None) -> None:
+        """Use an index that :meth:`open` built; prefer :meth:`open`.
+
+        ``owned`` is a directory of this store's own, removed by :meth:`close`.
+        """
+        self._owned = owned
         self.snapshot = snapshot
         """What the index holds (source, digest, date, counts)."""
         self._db = sqlite3.connect(f"file:{index}?mode=ro", uri=True, check_same_thread=False)
@@ -226,24 +231,31 @@ class AdvisoryStore:
         self._found: dict[tuple[str, str], list[Vulnerability]] = {}
 
     @classmethod
-    def open(cls, source: Path, cache_dir: Path) -> AdvisoryStore:
+    def open(cls, source: Path, cache_dir: Path, *, private: bool = False) -> AdvisoryStore:
         """Open the index of ``source``, building it first when missing or stale.
 
         Args:
             source: A directory or zip of OSV records.
             cache_dir: Where indexes are kept (created if missing).
+            private: ``cache_dir`` is this store's alone: :meth:`close` removes it
+                (and so does a failure to open).
 
         Raises:
             AdvisoryError: The source cannot be read, or the index cannot be written.
         """
-        source = source.resolve()
-        stamp = _stamp(source)
-        key = hashlib.sha256(str(source).encode("utf-8", "surrogatepass")).hexdigest()[:24]
-        index = cache_dir / f"advisories-{key}.sqlite"
-        snapshot = _read_meta(index, stamp)
-        if snapshot is None:
-            snapshot = _build(source, stamp, index)
-        return cls(index, snapshot)
+        try:
+            source = source.resolve()
+            stamp = _stamp(source)
+            key = hashlib.sha256(str(source).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+            index = cache_dir / f"advisories-{key}.sqlite"
+            snapshot = _read_meta(index, stamp)
+            if snapshot is None:
+                snapshot = _build(source, stamp, index)
+            return cls(index, snapshot, owned=cache_dir if private else None)
+        except BaseException:
+            if private:
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            raise
 
     def __enter__(self) -> AdvisoryStore:
         """Return the store itself."""
@@ -254,8 +266,10 @@ class AdvisoryStore:
         self.close()
 
     def close(self) -> None:
-        """Close the index; safe to call twice."""
+        """Close the index (and remove a private cache); safe to call twice."""
         self._db.close()
+        if self._owned is not None:
+            shutil.rmtree(self._owned, ignore_errors=True)
 
     def packages(self) -> list[str]:
         """Every distribution some (not withdrawn) advisory names, sorted."""

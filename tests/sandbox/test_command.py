@@ -12,6 +12,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,18 @@ def test_no_network_not_even_loopback(work):
     assert res.exit_code == 0
 
 
-def test_readonly_mounts_and_the_system_cannot_be_written(work):
-    ro = Path(tempfile.mkdtemp(prefix="gbx-ro-"))
+@pytest.fixture
+def host_dir() -> Iterator[Path]:
+    """A fresh host directory straight below the temporary directory, removed after."""
+    made = Path(tempfile.mkdtemp(prefix="gbx-host-"))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+def test_readonly_mounts_and_the_system_cannot_be_written(work, host_dir):
+    ro = host_dir
     ro.chmod(0o755)
     (ro / "keep.txt").write_text("original")
     code = (
@@ -86,8 +97,8 @@ def test_readonly_mounts_and_the_system_cannot_be_written(work):
     assert sorted(os.listdir(ro)) == ["keep.txt"]
 
 
-def test_host_files_outside_the_mounts_are_invisible(work):
-    secret = Path(tempfile.mkdtemp(prefix="gbx-secret-"))
+def test_host_files_outside_the_mounts_are_invisible(work, host_dir):
+    secret = host_dir
     secret.chmod(0o755)
     (secret / "hidden_tests.py").write_text("CANARY")
     code = f"import os; print(os.path.exists({str(secret)!r}), os.path.exists('/root'))"

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from advisory_data import SNAPSHOT, real_store
 
-from static.advisories import AdvisoryStore
+from static.advisories import AdvisoryError, AdvisoryStore
 from static.advisories.matching import check_compiled, compile_entry, public
 from static.advisories.records import Affected
 
@@ -188,3 +188,23 @@ def test_the_index_is_reused_until_the_source_changes(tmp_path):
         assert changed.snapshot.digest != digest
         assert changed.snapshot.records == 2
         assert changed.vulnerabilities("py", "1.11.0")
+
+
+def test_a_private_index_is_removed_at_close_and_on_a_failed_open(tmp_path):
+    src = tmp_path / "src"
+    (src / "jinja2").mkdir(parents=True)
+    (src / "jinja2" / "PYSEC-2014-8.yaml").write_bytes(JINJA.read_bytes())
+    kept, private = tmp_path / "kept", tmp_path / "private"
+    with AdvisoryStore.open(src, private, private=True) as store:
+        assert "PYSEC-2014-8" in _ids(store, "jinja2", "2.7")
+        assert any(private.iterdir())
+    assert not private.exists()
+    store.close()  # twice: nothing left to remove, no error
+    with AdvisoryStore.open(src, kept):
+        pass
+    assert any(kept.iterdir())  # a cache that is not private stays
+    (tmp_path / "missing").mkdir()
+    private.mkdir()  # as the caller's mkdtemp made it
+    with pytest.raises(AdvisoryError):
+        AdvisoryStore.open(tmp_path / "missing" / "no.zip", private, private=True)
+    assert not private.exists()

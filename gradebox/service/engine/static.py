@@ -46,7 +46,9 @@ import importlib.metadata
 import multiprocessing
 import os
 import queue
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -150,9 +152,13 @@ class StaticService:
         count = max(1, sessions)
         context = multiprocessing.get_context("forkserver")
         ready: Queue[str] = context.Queue()
+        # Every session's scratch (warm tools, an advisory index) lives below this one
+        # directory, removed by :meth:`close`: pebble ends a session with SIGTERM (at
+        # close, or a stuck one), and a session so ended cleans nothing itself.
+        self._scratch = Path(tempfile.mkdtemp(prefix="gradebox-static-"))
         self._pool: ProcessPool | None = ProcessPool(
             max_workers=count, initializer=_start_session,
-            initargs=(self.config, ready, advisories),
+            initargs=(self.config, ready, advisories, self._scratch),
             context=context,
         )  # fmt: skip
         try:
@@ -215,6 +221,7 @@ class StaticService:
         if pool is not None:
             pool.stop()  # type: ignore[no-untyped-call]  # pebble leaves it untyped
             pool.join()
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 def _lean(graded: Graded) -> Graded:
@@ -231,9 +238,15 @@ _SESSION: dict[str, Any] = {}
 """This session process's tools and environment (set by :func:`_start_session`)."""
 
 
-def _start_session(config: StaticConfig, ready: Queue[str], advisories: Path | None = None) -> None:
-    """Initializer of a session process: warm tools of its own, then say so on ``ready``."""
+def _start_session(
+    config: StaticConfig, ready: Queue[str], advisories: Path | None, scratch: Path
+) -> None:
+    """Initializer of a session process: warm tools of its own, then say so on ``ready``.
+
+    Its temporary files go below ``scratch``, which the server removes.
+    """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # nothing to clean: its tools follow it
+    tempfile.tempdir = str(scratch)
     if config.cache_dir is not None:  # each session its own mypy cache (one writer each)
         config = dataclasses.replace(config, cache_dir=config.cache_dir / f"session-{os.getpid()}")
     try:
