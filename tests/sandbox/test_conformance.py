@@ -284,6 +284,7 @@ class ProcWatch:
     """
 
     SLICES: ClassVar[int] = 8
+    RELIST_S: ClassVar[float] = 0.05
 
     marker: str
     peak_tasks: int = 0
@@ -293,6 +294,9 @@ class ProcWatch:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _before: set[int] = field(default_factory=set)
+    _counts: list[int] = field(default_factory=lambda: [0, 0])
+    _listed: set[int] = field(default_factory=set)
+    _relisted: float = 0.0
 
     def __enter__(self) -> ProcWatch:
         self._before = _pids()  # here, not in the thread: before the run can fork
@@ -311,28 +315,54 @@ class ProcWatch:
             now = _pids()
             part = old[self.rounds % self.SLICES :: self.SLICES]
             pids = sorted(now - self._before, reverse=True) + [p for p in part if p in now]
-            tasks, rss_kb = self._scan(pids)
+            tasks, rss_kb = self._scan(pids, now)
             self.rounds += 1
             self.peak_tasks = max(self.peak_tasks, tasks)
             self.peak_rss_mb = max(self.peak_rss_mb, rss_kb / 1024)
             self._stop.wait(0.02)
 
-    def _scan(self, pids: list[int]) -> tuple[int, int]:
-        """Marked tasks among ``pids`` and the resident KiB of their processes."""
-        needle = self.marker.encode()
-        tasks, rss_kb = 0, 0
+    def _scan(self, pids: list[int], listed: set[int]) -> tuple[int, int]:
+        """Marked tasks among ``pids`` and the resident KiB of their processes.
+
+        Every :attr:`RELIST_S` of the round (between two reads, even among one
+        process's threads), processes born since ``listed`` are read at once: on a
+        host where other work forks a lot, or runs processes of many threads, one
+        round can last longer than the candidate's process lives.
+        """
+        self._counts = [0, 0]
+        self._listed = set(listed)
+        self._relisted = time.monotonic()
         for pid in pids:
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            n = sum(needle in _read(f"/proc/{pid}/task/{t}/comm") for t in tids)
-            if n or needle in _read(f"/proc/{pid}/cmdline"):
-                tasks += max(n, 1)
-                for ln in _read(f"/proc/{pid}/status").splitlines():
-                    if ln.startswith(b"VmRSS:"):
-                        rss_kb += int(ln.split()[1])
-        return tasks, rss_kb
+            self._read_one(pid, self._catch_up)
+        return self._counts[0], self._counts[1]
+
+    def _catch_up(self) -> None:
+        """Read the processes born since the last listing, when it is :attr:`RELIST_S` old."""
+        if time.monotonic() - self._relisted <= self.RELIST_S:
+            return
+        fresh = _pids() - self._listed
+        self._listed |= fresh
+        for pid in sorted(fresh, reverse=True):
+            self._read_one(pid, None)
+        self._relisted = time.monotonic()
+
+    def _read_one(self, pid: int, between: Callable[[], None] | None) -> None:
+        """Count ``pid``'s marked tasks and resident KiB; ``between`` runs before each read."""
+        needle = self.marker.encode()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return
+        n = 0
+        for t in tids:
+            if between is not None:
+                between()
+            n += needle in _read(f"/proc/{pid}/task/{t}/comm")
+        if n or needle in _read(f"/proc/{pid}/cmdline"):
+            self._counts[0] += max(n, 1)
+            for ln in _read(f"/proc/{pid}/status").splitlines():
+                if ln.startswith(b"VmRSS:"):
+                    self._counts[1] += int(ln.split()[1])
 
 
 def host_rss_mb() -> float:
