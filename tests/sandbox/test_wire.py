@@ -5,12 +5,16 @@ from __future__ import annotations
 import enum
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import sandbox.child
 from sandbox.child.wire import Opaque, WireError, from_wire, to_wire
 from sandbox.compare import values_equal
 
@@ -284,3 +288,32 @@ def test_opaque_only_where_allowed():
     assert from_wire({"$opaque": "m.Q"}) == Opaque("m.Q")
     with pytest.raises(WireError, match="unknown tag object"):
         from_wire({"$opaque": "m.Q"}, allow_opaque=False)
+
+
+def test_opaque_is_frozen_equal_by_its_name_and_hashable():
+    a, b = Opaque("m.Q"), Opaque("m.Q")
+    assert a == b and hash(a) == hash(b) and a != Opaque("m.R")
+    assert a != "m.Q" and repr(a) == "Opaque(type_name='m.Q')"
+    with pytest.raises(AttributeError):
+        a.type_name = "m.R"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del a.type_name
+    with pytest.raises(AttributeError):
+        a.other = 1  # type: ignore[attr-defined]
+    match a:
+        case Opaque(name):
+            assert name == "m.Q"
+
+
+def test_the_zygote_loads_no_module_it_does_not_use():
+    # Each module the harness loads is heap every candidate's process maps, copies the
+    # page tables of at fork and tears down at exit; dataclasses alone pulled in
+    # inspect, ast, dis and tokenize (1.4 MB).
+    child = Path(sandbox.child.__file__).parent
+    script = f"import sys; sys.path.insert(0, {str(child)!r}); import harness; print(*sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script], check=True, capture_output=True, text=True
+    )
+    loaded = set(done.stdout.split())
+    assert "harness" in loaded
+    assert not loaded & {"dataclasses", "inspect", "ast", "dis", "tokenize"}, loaded
