@@ -87,6 +87,10 @@ class Opaque:
         """Hash of the type name, as equality."""
         return hash((self.type_name,))
 
+    def __reduce__(self) -> tuple[type[Opaque], tuple[str]]:
+        """Pickled and copied through :meth:`__init__` (slots would be set one by one)."""
+        return (Opaque, (self.type_name,))
+
     def __repr__(self) -> str:
         """``Opaque(type_name='...')``."""
         return f"Opaque(type_name={self.type_name!r})"

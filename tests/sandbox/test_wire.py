@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import enum
 import json
 import math
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -303,6 +305,7 @@ def test_opaque_is_frozen_equal_by_its_name_and_hashable():
     match a:
         case Opaque(name):
             assert name == "m.Q"
+    assert copy.deepcopy(a) == a and pickle.loads(pickle.dumps(a)) == a
 
 
 def test_the_zygote_loads_no_module_it_does_not_use():
