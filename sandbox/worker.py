@@ -15,6 +15,7 @@ infrastructure error.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -38,6 +39,10 @@ __all__ = ["Worker", "WorkerDied", "WorkerSilent", "WorkerTainted"]
 _HDR = struct.Struct(">I")
 _READY_TIMEOUT_S = 20.0
 _MAX_REPLY = 256 * 1024 * 1024
+_READ_BYTES = 1 << 16
+"""Bytes asked of one read of the worker's pipe (its capacity): ``os.read`` allocates
+what it is asked for before it reads, so 1 MiB per read cost an allocation of that size
+(an ``mmap`` and its unmapping) for each reply of a few hundred bytes."""
 
 
 class WorkerDied(WorkerError):
@@ -157,7 +162,7 @@ class Worker:
             WorkerSilent: No reply within the candidate's limit plus ``grace_s``.
             WorkerError: The harness reported an internal failure.
         """
-        job = dict(job, limits=asdict(limits))
+        job = dict(job, limits=_limits_dict(limits))
         data = json.dumps(job, ensure_ascii=True, allow_nan=False).encode("ascii")
         self._hits = self._cgroup.hits() if self._cgroup is not None else {}
         if self._buf or _readable(self._out, 0.0):
@@ -219,7 +224,7 @@ class Worker:
             if not ready:
                 continue
             try:
-                chunk = os.read(self._out, 1 << 20)
+                chunk = os.read(self._out, _READ_BYTES)
             except BlockingIOError:
                 continue
             if not chunk:
@@ -293,3 +298,9 @@ def _rmtree_force(path: str) -> None:
                     else:
                         with contextlib.suppress(OSError):
                             os.unlink(entry.path)
+
+
+@functools.lru_cache(maxsize=64)
+def _limits_dict(limits: Limits) -> dict[str, Any]:
+    """``asdict(limits)``, made once per limits (frozen); callers copy it into a job only."""
+    return asdict(limits)
