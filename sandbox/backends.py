@@ -81,6 +81,11 @@ class Launch:
     seccomp: bytes | None = None
     """A compiled BPF filter, handed to the worker on a pipe whose descriptor
     number replaces :data:`SECCOMP_FD` in ``argv``."""
+    wrapped: bool = False
+    """``argv`` starts a wrapper (bubblewrap) whose one child is the zygote. The
+    zygote is killed first, so that the wrapper reaps it and exits: killed
+    together, the zygote outlived the wrapper and was left to the host's init,
+    a zombie wherever that init does not reap (a container's PID 1 often)."""
 
     def command(self, fd: int | None) -> list[str]:
         """``argv`` with the filter's descriptor number filled in."""
@@ -239,6 +244,7 @@ class BwrapBackend(Backend):
             env=dict(_SANDBOX_ENV),
             user=NOBODY if os.geteuid() == 0 else None,
             seccomp=self._filter,
+            wrapped=True,
         )
 
 

@@ -58,6 +58,9 @@ class WorkerTainted(WorkerError):
 
 
 _DONE_TIMEOUT_S = 10.0
+_WRAPPER_EXIT_S = 10.0
+"""How long a wrapper may take to end once its zygote was killed (the namespace's
+teardown); then its whole group is killed."""
 _REPLY_KEYS = {"obs", "stdout", "stderr", "untimed", "recycle"}
 
 
@@ -242,24 +245,33 @@ class Worker:
             return ""
 
     def kill(self) -> None:
-        """Kill the worker's whole process group now; :meth:`close` reaps it and cleans up.
+        """Kill the worker now; :meth:`close` reaps it and cleans up.
 
         A pool killing all its workers first and closing them after lets their
-        teardowns overlap.
+        teardowns overlap. A wrapped worker's zygote is killed alone (its PID
+        namespace goes with it) and the wrapper, which reaps it, then exits; any
+        other worker's whole process group is killed.
         """
         if self._killed:
             return
         self._killed = True
+        if self._launch.wrapped and _kill_only_child(self._proc.pid):
+            return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
-        """Kill the worker's whole process group and release its resources."""
+        """Kill the worker, reap it and release its resources."""
         self.kill()
         try:
-            self._proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
+            self._proc.wait(timeout=_WRAPPER_EXIT_S)
+        except subprocess.TimeoutExpired:  # the wrapper did not end with its child
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
         for stream in (self._proc.stdin, self._proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -269,6 +281,39 @@ class Worker:
             _rmtree_force(path)
         if self._cgroup is not None:
             self._cgroup.remove()
+
+
+def _kill_only_child(parent: int) -> bool:
+    """SIGKILL the one child of ``parent``; whether it was sent.
+
+    Through a pidfd, checked to be the child after it was opened: a pid read
+    from ``/proc`` may be reaped and reused before the signal, a pidfd may not.
+    """
+    kids = _children(parent)
+    if len(kids) != 1:
+        return False
+    try:
+        pidfd = os.pidfd_open(kids[0])
+    except OSError:
+        return False
+    try:
+        if _children(parent) != kids:  # reaped (and maybe reused) before the open
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+    return True
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``'s main thread (none when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _readable(fd: int, timeout: float) -> bool:
