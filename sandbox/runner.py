@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import queue
-import signal
 import socket
 import subprocess
 import threading
@@ -52,7 +50,7 @@ from sandbox.types import (
     job_cases,
     make_case,
 )
-from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted
+from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted, stop_worker_process
 
 __all__ = ["Sandbox", "open_sandbox"]
 
@@ -167,7 +165,7 @@ class Sandbox:
         # starting them: close() kills the first and waits for the second, so no worker
         # process outlives the sandbox that started it (on a busy machine a start takes
         # seconds; a worker left to finish it ran on after close() returned).
-        self._starting: set[subprocess.Popen[bytes]] = set()
+        self._starting: dict[subprocess.Popen[bytes], bool] = {}  # -> Launch.wrapped
         self._boots: list[threading.Thread] = []
         for _ in range(max(1, workers)):
             self._idle.put(None)  # a slot; its worker starts on first use
@@ -362,10 +360,9 @@ class Sandbox:
         with self._lock:
             self._closed = True
             workers, self._all = self._all, []
-            starting, boots = list(self._starting), list(self._boots)
-        for proc in starting:  # its zygote reads EOF: its start fails and cleans up
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            starting, boots = list(self._starting.items()), list(self._boots)
+        for proc, wrapped in starting:  # its start fails and cleans up
+            stop_worker_process(proc, wrapped)
         for w in workers:  # all at once: their teardowns overlap
             w.kill()
         for w in workers:
@@ -400,11 +397,10 @@ class Sandbox:
         def spawned(proc: subprocess.Popen[bytes]) -> None:
             started.append(proc)
             with self._lock:
-                self._starting.add(proc)
+                self._starting[proc] = launch.wrapped
                 closed = self._closed
             if closed:  # close() ran while it was being forked
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                stop_worker_process(proc, launch.wrapped)
 
         launch = self._backend.launch(self.python, self.limits)
         try:
@@ -415,7 +411,8 @@ class Sandbox:
             raise
         finally:
             with self._lock:
-                self._starting.difference_update(started)
+                for proc in started:
+                    self._starting.pop(proc, None)
         with self._lock:
             if self._closed:
                 worker.close()

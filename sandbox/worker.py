@@ -255,10 +255,7 @@ class Worker:
         if self._killed:
             return
         self._killed = True
-        if self._launch.wrapped and _kill_only_child(self._proc.pid):
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+        stop_worker_process(self._proc, self._launch.wrapped)
 
     def close(self) -> None:
         """Kill the worker, reap it and release its resources."""
@@ -281,6 +278,17 @@ class Worker:
             _rmtree_force(path)
         if self._cgroup is not None:
             self._cgroup.remove()
+
+
+def stop_worker_process(proc: subprocess.Popen[bytes], wrapped: bool) -> None:
+    """SIGKILL a worker: a wrapper's one child alone when it has one, else the whole group.
+
+    The wrapper then reaps its child and exits; the caller reaps the wrapper.
+    """
+    if wrapped and _kill_only_child(proc.pid):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill_only_child(parent: int) -> bool:
