@@ -21,8 +21,10 @@ Backends never fall back to each other: ``auto`` means ``bwrap`` or a refusal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -384,3 +386,47 @@ def _prefix_of(python: str) -> str:
         check=False,
     )
     return out.stdout.strip() or "/usr"
+
+
+def stop_worker_process(proc: subprocess.Popen[bytes], wrapped: bool) -> None:
+    """SIGKILL a worker: a wrapper's one child alone when it has one, else the whole group.
+
+    The wrapper then reaps its child and exits; the caller reaps the wrapper.
+    """
+    if wrapped and _kill_only_child(proc.pid):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kill_only_child(parent: int) -> bool:
+    """SIGKILL the one child of ``parent``; whether it was sent.
+
+    Through a pidfd, checked to be the child after it was opened: a pid read
+    from ``/proc`` may be reaped and reused before the signal, a pidfd may not.
+    """
+    kids = _children(parent)
+    if len(kids) != 1:
+        return False
+    try:
+        pidfd = os.pidfd_open(kids[0])
+    except OSError:
+        return False
+    try:
+        if _children(parent) != kids:  # reaped (and maybe reused) before the open
+            return False
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        return False
+    finally:
+        os.close(pidfd)
+    return True
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``'s main thread (none when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []

@@ -242,8 +242,9 @@ def _run(
     except OSError as exc:
         return CommandResult("infra_error", None, "", "", 0.0, infra_error=f"cgroup: {exc}")
     finally:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.returncode is None:  # never a reaped pid: it may name another group now
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
         if cgroup is not None:
             _kill_all(cgroup)
         proc.wait()

@@ -35,6 +35,7 @@ from sandbox.backends import (
     Interpreter,
     get_backend,
     locate_python,
+    stop_worker_process,
     supported_version,
     system_python,
 )
@@ -50,7 +51,7 @@ from sandbox.types import (
     job_cases,
     make_case,
 )
-from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted, stop_worker_process
+from sandbox.worker import Worker, WorkerDied, WorkerSilent, WorkerTainted
 
 __all__ = ["Sandbox", "open_sandbox"]
 

@@ -29,7 +29,7 @@ from concurrent.futures import Executor
 from dataclasses import asdict
 from typing import IO, Any
 
-from sandbox.backends import Launch, filter_pipe
+from sandbox.backends import Launch, filter_pipe, stop_worker_process
 from sandbox.cgroups import CgroupTree
 from sandbox.errors import WorkerError
 from sandbox.types import Limits
@@ -278,50 +278,6 @@ class Worker:
             _rmtree_force(path)
         if self._cgroup is not None:
             self._cgroup.remove()
-
-
-def stop_worker_process(proc: subprocess.Popen[bytes], wrapped: bool) -> None:
-    """SIGKILL a worker: a wrapper's one child alone when it has one, else the whole group.
-
-    The wrapper then reaps its child and exits; the caller reaps the wrapper.
-    """
-    if wrapped and _kill_only_child(proc.pid):
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _kill_only_child(parent: int) -> bool:
-    """SIGKILL the one child of ``parent``; whether it was sent.
-
-    Through a pidfd, checked to be the child after it was opened: a pid read
-    from ``/proc`` may be reaped and reused before the signal, a pidfd may not.
-    """
-    kids = _children(parent)
-    if len(kids) != 1:
-        return False
-    try:
-        pidfd = os.pidfd_open(kids[0])
-    except OSError:
-        return False
-    try:
-        if _children(parent) != kids:  # reaped (and maybe reused) before the open
-            return False
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except OSError:
-        return False
-    finally:
-        os.close(pidfd)
-    return True
-
-
-def _children(pid: int) -> list[int]:
-    """The children of ``pid``'s main thread (none when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _readable(fd: int, timeout: float) -> bool:

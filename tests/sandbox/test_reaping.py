@@ -46,8 +46,11 @@ SCRIPT = textwrap.dedent(
         sb.close()
     kids = []
     for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/children") as f:
-            kids += f.read().split()
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                kids += f.read().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
     left = {}
     for pid in kids:
         try:
