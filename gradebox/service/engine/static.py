@@ -150,25 +150,30 @@ class StaticService:
         self.environment = importlib.metadata.packages_distributions()
         check_tools(self.config)  # a missing tool fails here, not in every session
         count = max(1, sessions)
-        context = multiprocessing.get_context("forkserver")
-        ready: Queue[str] = context.Queue()
         # Every session's scratch (warm tools, an advisory index) lives below this one
         # directory, removed by :meth:`close`: pebble ends a session with SIGTERM (at
         # close, or a stuck one), and a session so ended cleans nothing itself.
         self._scratch = Path(tempfile.mkdtemp(prefix="gradebox-static-"))
-        self._pool: ProcessPool | None = ProcessPool(
-            max_workers=count, initializer=_start_session,
-            initargs=(self.config, ready, advisories, self._scratch),
-            context=context,
-        )  # fmt: skip
+        self._pool: ProcessPool | None = None
         try:
-            if not self._pool.active:  # reading ``active`` starts the workers
-                raise ToolError("the static sessions did not start")
-            _wait_ready(ready, count, start_timeout_s)
+            self._start(count, advisories, start_timeout_s)
         except BaseException:
             self.close()
             raise
         self._batcher: Batcher[_Item, Annotation] = Batcher(self._in_session, count)
+
+    def _start(self, count: int, advisories: Path | None, timeout_s: float) -> None:
+        """Start ``count`` session processes and wait until each said it is ready."""
+        context = multiprocessing.get_context("forkserver")
+        ready: Queue[str] = context.Queue()
+        self._pool = ProcessPool(
+            max_workers=count, initializer=_start_session,
+            initargs=(self.config, ready, advisories, self._scratch),
+            context=context,
+        )  # fmt: skip
+        if not self._pool.active:  # reading ``active`` starts the workers
+            raise ToolError("the static sessions did not start")
+        _wait_ready(ready, count, timeout_s)
 
     def _in_session(self, key: str, items: list[_Item]) -> list[Annotation]:
         pool = self._pool
