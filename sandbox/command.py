@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal
 
-from sandbox.backends import NOBODY, SECCOMP_FD, filter_pipe
+from sandbox.backends import NOBODY, SECCOMP_FD, filter_pipe, stop_worker_process
 from sandbox.cgroups import CgroupTree, find_tree_cap
 from sandbox.errors import IsolationUnavailable
 from sandbox.seccomp import compile_filter
@@ -63,12 +63,16 @@ _GO = (
     "read -r _; "
     'i=0; while [ "$i" -lt "$n" ]; do cp -a "$1/." "$2/" 2>/dev/null; shift 2; i=$((i + 1)); '
     "done; "
-    'if [ -z "$out" ]; then exec "$@"; fi; '
+    'if [ -z "$out" ]; then "$@"; exit $?; fi; '
     '"$@" >&2; c=$?; head -c "$max" -- "$out" 2>/dev/null; exit $c'
 )
-"""The sandbox's first process: set the limits, wait for the grader's go (the tree is in its
-cgroup by then), fill the copied mounts, then become the command, or run it with its stdout
-on stderr and hand back its result file on stdout."""
+"""The sandbox's first process, PID 1 of its namespace (bubblewrap's ``--as-pid-1``): set
+the limits, wait for the grader's go (the tree is in its cgroup by then), fill the copied
+mounts, then run the command as its child (never as PID 1, which the kernel shields from
+signals it has no handler for), with its stdout on stderr and the result file on stdout
+when one is asked for; its exit status is the command's. No bubblewrap reaper runs inside:
+bubblewrap's outer process exits without reaping it (upstream #697), a zombie per command
+where the host's init does not reap, while a child of its own it reaps."""
 _SRC = "/.gradebox-src"
 
 
@@ -243,8 +247,14 @@ def _run(
         return CommandResult("infra_error", None, "", "", 0.0, infra_error=f"cgroup: {exc}")
     finally:
         if proc.returncode is None:  # never a reaped pid: it may name another group now
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            # The shell (PID 1 inside) first, so that bubblewrap reaps it and exits:
+            # killed together, it was left to the host's init (test_reaping.py).
+            stop_worker_process(proc, wrapped=True)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
         if cgroup is not None:
             _kill_all(cgroup)
         proc.wait()
@@ -263,7 +273,7 @@ def _bwrap_argv(
     argv = [
         "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
         "--uid", str(NOBODY), "--gid", str(NOBODY),
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL",
         "--hostname", "sandbox", "--clearenv",
         "--ro-bind", "/usr", "/usr",
     ]  # fmt: skip
