@@ -192,8 +192,8 @@ class Sandbox:
             "fn": fn,
             **job_cases(cases, lim.case_timeout_s),
         }
-        t0 = time.monotonic()
         worker = self._checkout()
+        t0 = time.monotonic()  # the candidate's time: not the wait for a free worker
         caps: tuple[str, ...] = ()
         tainted = untimed = 0
         try:
