@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.cgroups import _children
 from sandbox.errors import IsolationUnavailable
 from sandbox.seccomp import compile_filter
 from sandbox.types import Limits
@@ -421,12 +422,3 @@ def _kill_only_child(parent: int) -> bool:
     finally:
         os.close(pidfd)
     return True
-
-
-def _children(pid: int) -> list[int]:
-    """The children of ``pid``'s main thread (none when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []

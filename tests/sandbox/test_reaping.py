@@ -25,14 +25,34 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bub
 
 KILL = (Path(__file__).parent / "attacks" / "kill_parent.py").read_text()
 
-SCRIPT = textwrap.dedent(
+SUBREAPER = textwrap.dedent(
     """
-    import ctypes, json, os, sys
-    from sandbox import open_sandbox
-    from sandbox.types import Limits, make_case
+    import ctypes, json, os
+    from sandbox.cgroups import _children
 
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+
+    def left():
+        # Our children now (every orphan of the sandbox comes to us): pid -> name, state.
+        found = {}
+        for pid in _children(os.getpid()):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue  # reaped meanwhile
+            name, state = stat.split("(", 1)[1].rsplit(")", 1)[0], stat.rsplit(")", 1)[1].split()[0]
+            found[str(pid)] = name + " " + state
+        return found
+    """
+)
+
+SCRIPT = textwrap.dedent(
+    """
+    from sandbox import open_sandbox
+    from sandbox.types import Limits, make_case
+
     honest = "def f(x, marker):\\n    return x + 1\\n"
     cases = [make_case("f", 1, "gbx-reaping", expect=2)]
     sb = open_sandbox("bwrap", Limits(candidate_timeout_s=2.0), workers=2)
@@ -44,29 +64,13 @@ SCRIPT = textwrap.dedent(
         replaced = sb.recycles
     finally:
         sb.close()
-    kids = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/children") as f:
-                kids += f.read().split()
-        except OSError:
-            continue  # a thread that ended meanwhile
-    left = {}
-    for pid in kids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue  # reaped meanwhile
-        name, state = stat.split("(", 1)[1].rsplit(")", 1)[0], stat.rsplit(")", 1)[1].split()[0]
-        left[pid] = name + " " + state
-    print(json.dumps({"replaced": replaced, "left": left}))
+    print(json.dumps({"replaced": replaced, "left": left()}))
     """
 )
 
 
 def test_closed_and_replaced_workers_leave_no_orphan_to_reap():
-    script = "KILL = " + repr(KILL) + "\n" + SCRIPT
+    script = SUBREAPER + "KILL = " + repr(KILL) + "\n" + SCRIPT
     done = subprocess.run(
         [sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=300
     )
@@ -78,11 +82,8 @@ def test_closed_and_replaced_workers_leave_no_orphan_to_reap():
 
 COMMANDS = textwrap.dedent(
     """
-    import ctypes, json, os
     from sandbox.command import CommandLimits, run_command
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    assert libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
     py = "/usr/bin/python3"
     ran = [
         run_command([py, "-c", "print(1)"], cwd="/tmp"),
@@ -92,14 +93,7 @@ COMMANDS = textwrap.dedent(
         run_command([py, "-c", "import os, time; os.fork(); time.sleep(60)"], cwd="/tmp",
                     limits=CommandLimits(timeout_s=1.0)),
     ]
-    kids = []
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/children") as f:
-                kids += f.read().split()
-        except OSError:
-            continue
-    print(json.dumps({"ran": [[r.status, r.exit_code, r.stdout] for r in ran], "left": kids}))
+    print(json.dumps({"ran": [[r.status, r.exit_code, r.stdout] for r in ran], "left": left()}))
     """
 )
 
@@ -108,11 +102,15 @@ def test_commands_leave_no_orphan_to_reap_and_keep_their_exit_status():
     # bubblewrap's own reaper (PID 1 of the namespace without --as-pid-1) was left
     # unreaped by bubblewrap at every command: upstream containers/bubblewrap#697.
     done = subprocess.run(
-        [sys.executable, "-c", COMMANDS], check=False, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", SUBREAPER + COMMANDS],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["ran"] == [
         ["exited", 0, "1\n"], ["exited", 3, ""], ["timeout", None, ""], ["timeout", None, ""],
     ]  # fmt: skip
-    assert found["left"] == [], f"orphans of the command sandbox left to the subreaper: {found}"
+    assert found["left"] == {}, f"orphans of the command sandbox left to the subreaper: {found}"
